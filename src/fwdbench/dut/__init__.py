@@ -1,0 +1,17 @@
+"""DUT drivers; ``DRIVERS`` maps the campaign's ``dut`` name to its class."""
+from __future__ import annotations
+
+from .base import DutDriver
+
+DRIVERS: dict[str, type[DutDriver]] = {}
+
+
+def register(cls: type[DutDriver]) -> type[DutDriver]:
+    DRIVERS[cls.name] = cls
+    return cls
+
+
+def load_drivers() -> dict[str, type[DutDriver]]:
+    """Import the driver modules (they register themselves)."""
+    from . import linux  # noqa: F401
+    return DRIVERS

@@ -1,0 +1,44 @@
+"""The DUT driver interface every data plane implements (contracts.md, 4)."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+
+class DutDriver(ABC):
+    """One data plane under test, configured inside the lab's DUT namespace.
+
+    Lifecycle: ``validate`` (plan time, no side effects) -> ``check`` (probe
+    tools) -> ``setup(lab)`` -> ``counters()`` around each trial ->
+    ``teardown()``. ``describe()`` feeds the report.
+    """
+
+    name: ClassVar[str]
+    modes: ClassVar[tuple[str, ...]]
+
+    def __init__(self, params: dict[str, Any]):
+        self.params = dict(params)
+
+    @classmethod
+    @abstractmethod
+    def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
+        """Return normalised params or raise CampaignError naming ``where``.<field>."""
+
+    def check(self) -> None:
+        """Raise DutError if a tool or kernel feature this DUT needs is missing."""
+
+    @abstractmethod
+    def setup(self, lab) -> None:
+        """Configure the data plane on lab.dut_ns (argv lists only)."""
+
+    @abstractmethod
+    def counters(self) -> dict[str, int]:
+        """Cumulative counters (interfaces, drops); the runner takes deltas."""
+
+    @abstractmethod
+    def teardown(self) -> None:
+        """Undo setup; must be safe to call twice and after a failed setup."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """Versions and settings for the report."""
