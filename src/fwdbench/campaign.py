@@ -1,0 +1,329 @@
+"""Campaign files (TOML): schema, validation and matrix expansion.
+
+A campaign names a testbed, DUTs, traffic profiles, search settings and a
+matrix whose axes (any parameter) expand into scenarios. Everything is
+checked before anything is set up; errors name the file, the field path and
+what is allowed.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import CampaignError
+from .units import UnitError, line_rate_pps, parse_bitrate, parse_duration, parse_load
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+VARY_FIELDS = ("src_ip", "dst_ip", "src_port", "dst_port")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CampaignInfo(Strict):
+    name: str = Field(description="used for results/<name>.sqlite; letters, digits, _ . -")
+    description: str = ""
+    question: str = Field("", description="the question the campaign answers (report summary)")
+    repetitions: int = Field(1, ge=1, le=1000, description="repetitions of every scenario")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError(f"{v!r} must be 1-64 letters, digits, '_', '.' or '-'")
+        return v
+
+
+class Testbed(Strict):
+    type: Literal["netns", "sim"] = Field(
+        "netns", description="netns: the local veth lab (root); sim: simulated DUTs only")
+    gen_cpu: int = Field(0, ge=0, description="CPU of the generator (and its NAPI threads)")
+    dut_cpu: int = Field(1, ge=0, description="CPU of the DUT (and its NAPI threads)")
+    line_rate: str | float = Field(
+        "10Gbps", description="nominal L1 rate of the lab links [bit/s]; caps loads")
+    max_load: str | float | None = Field(
+        None, description="cap on the load per direction [pps] (generator or lab limit); "
+                          "'%' loads are shares of min(line rate, max_load)")
+    kernel_tuning: bool = Field(True, description="GRO + threaded NAPI pinned per side")
+
+    @field_validator("line_rate")
+    @classmethod
+    def _line_rate(cls, v):
+        try:
+            parse_bitrate(v)
+        except UnitError as e:
+            raise ValueError(str(e)) from None
+        return v
+
+
+class TrialSettings(Strict):
+    duration: str | float = Field("2s", description="default measured trial duration [s]")
+    warmup: str | float = Field("0.5s", description="traffic sent and discarded before each trial [s]")
+    warmup_trial: bool = Field(True, description="one discarded trial per scenario before measuring (as CSIT)")
+    drain: str | float = Field("0.2s", description="wait for in-flight frames after TX ends [s]")
+    latency_stream: bool = Field(False, description="a low-rate latency stream beside the load")
+    latency_rate: float = Field(9000, gt=0, le=100000, description="latency stream rate [pps]")
+    backend: Literal["auto", "xdp", "afpacket", "afxdp"] = "auto"
+
+    @field_validator("duration", "warmup", "drain")
+    @classmethod
+    def _dur(cls, v):
+        try:
+            parse_duration(v)
+        except UnitError as e:
+            raise ValueError(str(e)) from None
+        return v
+
+
+class Profile(Strict):
+    name: str
+    l3: Literal["ipv4", "ipv6"] = "ipv4"
+    frame_size: int | Literal["imix"] = Field(64, description="bytes incl. 4 B FCS, 64..9000, or 'imix'")
+    flows: int = Field(1, ge=1, le=1 << 24, description="distinct flows per direction")
+    vary: list[str] = Field(default_factory=lambda: ["src_ip"],
+                            description=f"fields varied across flows: {', '.join(VARY_FIELDS)}")
+    port_pattern: Literal["sequential", "rfc4814"] = "sequential"
+    direction: Literal["uni", "bi"] = "uni"
+
+    @field_validator("frame_size")
+    @classmethod
+    def _fs(cls, v):
+        if isinstance(v, int) and not 64 <= v <= 9000:
+            raise ValueError(f"{v} is outside 64..9000 bytes (sizes include the 4 B FCS)")
+        return v
+
+    @field_validator("vary")
+    @classmethod
+    def _vary(cls, v):
+        bad = [x for x in v if x not in VARY_FIELDS]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not one of {', '.join(VARY_FIELDS)}")
+        return v
+
+
+class DutSpec(Strict):
+    name: str
+    type: str = Field(description="driver: linux, xdp, testpmd, vfwd, sim")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class CampaignFile(Strict):
+    campaign: CampaignInfo
+    testbed: Testbed = Field(default_factory=Testbed)
+    trial: TrialSettings = Field(default_factory=TrialSettings)
+    dut: list[DutSpec] = Field(min_length=1)
+    profile: list[Profile] = Field(min_length=1)
+    search: dict[str, Any] = Field(default_factory=lambda: {"type": "sweep", "loads": ["10%"]})
+    energy: dict[str, Any] = Field(default_factory=dict)
+    matrix: dict[str, list[Any]] = Field(default_factory=dict)
+
+
+class Scenario(BaseModel):
+    """One expanded point of the matrix: dut x profile x search settings."""
+    idx: int
+    name: str
+    dut: DutSpec
+    profile: Profile
+    search: dict[str, Any]          # validated search settings, loads in pps
+    trial: TrialSettings
+    axes: dict[str, Any]
+    max_load_pps: float             # per direction
+
+    @property
+    def trial_duration_s(self) -> float:
+        return parse_duration(self.trial.duration)
+
+
+class Campaign(BaseModel):
+    path: str
+    text: str
+    file: CampaignFile
+    scenarios: list[Scenario]
+
+    @property
+    def name(self) -> str:
+        return self.file.campaign.name
+
+    @property
+    def repetitions(self) -> int:
+        return self.file.campaign.repetitions
+
+
+# -- loading ---------------------------------------------------------------
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+def _pydantic_msg(path: str, err: ValidationError, prefix: str = "") -> CampaignError:
+    lines = []
+    for e in err.errors():
+        where = _loc(tuple(x for x in e["loc"] if not (isinstance(x, str) and x in (
+            "str", "int", "float", "literal['imix']", "function-after[_fs(), int]"))))
+        where = f"{prefix}.{where}" if prefix and where != "(top level)" else (prefix or where)
+        msg = e["msg"].removeprefix("Value error, ")
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; see docs/campaign.md for the allowed keys)"
+        elif e["type"] == "missing":
+            msg = "required but missing"
+        elif e["type"] == "literal_error":
+            msg = f"{e.get('input')!r} is not allowed: {msg.removeprefix('Input should be ')}"
+        lines.append(f"{path}: {where}: {msg}" if path else f"{where}: {msg}")
+    return CampaignError("\n".join(dict.fromkeys(lines)))
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise CampaignError(f"{p}: cannot read the campaign file: {e.strerror}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise CampaignError(f"{p}: not valid TOML: {e}") from None
+    return build_campaign(raw, str(p), text)
+
+
+def build_campaign(raw: dict[str, Any], path: str = "<campaign>", text: str = "") -> Campaign:
+    try:
+        cf = CampaignFile.model_validate(raw)
+    except ValidationError as e:
+        raise _pydantic_msg(path, e) from None
+    _check_names(cf, path)
+    scenarios = expand(cf, path)
+    return Campaign(path=path, text=text, file=cf, scenarios=scenarios)
+
+
+def _check_names(cf: CampaignFile, path: str) -> None:
+    for kind, items in (("dut", cf.dut), ("profile", cf.profile)):
+        seen: set[str] = set()
+        for i, it in enumerate(items):
+            if not NAME_RE.match(it.name):
+                raise CampaignError(f"{path}: {kind}[{i}].name: {it.name!r} must be letters, "
+                                    "digits, '_', '.' or '-' (at most 64)")
+            if it.name in seen:
+                raise CampaignError(f"{path}: {kind}[{i}].name: {it.name!r} is used twice; "
+                                    "names must be unique")
+            seen.add(it.name)
+    if cf.testbed.gen_cpu == cf.testbed.dut_cpu and cf.testbed.type == "netns":
+        raise CampaignError(f"{path}: testbed.dut_cpu: the generator and the DUT must run on "
+                            f"different CPUs (both are {cf.testbed.gen_cpu})")
+
+
+# -- matrix expansion ------------------------------------------------------
+
+AXIS_ROOTS = ("dut", "profile", "search", "trial")
+
+
+def _set_path(d: dict, dotted: list[str], value: Any) -> None:
+    for k in dotted[:-1]:
+        d = d.setdefault(k, {})
+    d[dotted[-1]] = value
+
+
+def _axes(cf: CampaignFile, path: str) -> list[tuple[str, list[Any]]]:
+    axes = []
+    for key, values in cf.matrix.items():
+        where = f"{path}: matrix.{key}"
+        root = key.split(".")[0]
+        if root not in AXIS_ROOTS:
+            raise CampaignError(f"{where}: unknown axis; axes start with one of "
+                                f"{', '.join(AXIS_ROOTS)} (e.g. 'profile.frame_size')")
+        if not values:
+            raise CampaignError(f"{where}: the axis is empty; give at least one value")
+        if key in ("dut", "profile"):
+            names = [x.name for x in getattr(cf, key)]
+            for i, v in enumerate(values):
+                if v not in names:
+                    raise CampaignError(f"{where}[{i}]: {v!r} is not a {key} name of this "
+                                        f"campaign ({', '.join(names)})")
+        if key == "dut.params" or key == "profile.name" or key == "dut.name":
+            raise CampaignError(f"{where}: use the axis '{key.split('.')[0]}' to list names")
+        axes.append((key, list(values)))
+    return axes
+
+
+def expand(cf: CampaignFile, path: str) -> list[Scenario]:
+    from .dut import load_drivers
+    from .search_config import validate_search
+
+    drivers = load_drivers()
+    axes = _axes(cf, path)
+    duts = {d.name: d for d in cf.dut}
+    profiles = {p.name: p for p in cf.profile}
+    names = [k for k, _ in axes]
+    if "dut" not in names:
+        axes.insert(0, ("dut", list(duts)))
+    if "profile" not in names:
+        axes.insert(1, ("profile", list(profiles)))
+
+    out: list[Scenario] = []
+    for combo in itertools.product(*(v for _, v in axes)):
+        point = dict(zip((k for k, _ in axes), combo))
+        dut = duts[point["dut"]].model_dump()
+        prof = profiles[point["profile"]].model_dump()
+        search = copy.deepcopy(cf.search)
+        trial = cf.trial.model_dump()
+        parts = {"dut": dut, "profile": prof, "search": search, "trial": trial}
+        for key, value in point.items():
+            if key in ("dut", "profile"):
+                continue
+            root, *rest = key.split(".")
+            _set_path(parts[root], rest, value)
+        where_pt = ", ".join(f"{k}={v}" for k, v in point.items())
+        idx = len(out)
+        tag = f"{path}: scenario {idx} ({where_pt})"
+        # validate every part of the point
+        try:
+            profile = Profile.model_validate(prof)
+            trial_s = TrialSettings.model_validate(trial)
+            dspec = DutSpec.model_validate(dut)
+        except ValidationError as e:
+            raise _pydantic_msg(tag, e) from None
+        if dspec.type not in drivers:
+            raise CampaignError(f"{tag}: dut.type: {dspec.type!r} is not a DUT driver "
+                                f"({', '.join(sorted(drivers))})")
+        if dspec.type == "sim" and cf.testbed.type != "sim" or \
+                dspec.type != "sim" and cf.testbed.type == "sim":
+            raise CampaignError(f"{tag}: dut.type: {dspec.type!r} needs testbed.type = "
+                                f"{'sim' if dspec.type == 'sim' else 'netns'}")
+        di = [d.name for d in cf.dut].index(dspec.name)
+        try:
+            dspec.params = drivers[dspec.type].validate(dspec.params, f"dut[{di}].params")
+        except CampaignError as e:
+            raise CampaignError(f"{tag}: {e}") from None
+        max_pps = _max_load(cf, profile, path)
+        search_v = validate_search(search, tag, frame_size=profile.frame_size,
+                                   max_pps=max_pps, trial=trial_s)
+        label = [dspec.name, profile.name] + [
+            f"{k.split('.')[-1]}={v}" for k, v in point.items() if k not in ("dut", "profile")]
+        out.append(Scenario(idx=idx, name=" ".join(label), dut=dspec, profile=profile,
+                            search=search_v, trial=trial_s,
+                            axes={k: v for k, v in point.items()}, max_load_pps=max_pps))
+    return out
+
+
+def _max_load(cf: CampaignFile, profile: Profile, path: str) -> float:
+    line = line_rate_pps(parse_bitrate(cf.testbed.line_rate), profile.frame_size)
+    if cf.testbed.max_load is None:
+        return line
+    try:
+        cap = parse_load(cf.testbed.max_load, frame_size=profile.frame_size, max_pps=math.inf)
+    except UnitError as e:
+        raise CampaignError(f"{path}: testbed.max_load: {e}") from None
+    return min(line, cap)

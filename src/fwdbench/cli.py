@@ -1,0 +1,233 @@
+"""The fwdbench command line."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+from . import __version__
+from .errors import FwdbenchError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="Benchmark software data planes (Linux, XDP, DPDK, vfwd): RFC 2544 "
+                       "NDR/PDR searches, load sweeps, latency, CPU and energy, with "
+                       "PASTRAMI's check of whether the numbers can be trusted.")
+lab_app = typer.Typer(no_args_is_help=True, help="The local netns lab, by hand.")
+app.add_typer(lab_app, name="lab")
+# Wide tables when output goes to a file or pipe (no terminal to fit).
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True)
+
+
+def fail(e: Exception, code: int = 2) -> None:
+    err.print(f"[bold red]error:[/] {e}", markup=True, highlight=False)
+    raise typer.Exit(code)
+
+
+@app.command()
+def version() -> None:
+    """Print fwdbench's version (and fwdgen's, when built)."""
+    line = f"fwdbench {__version__}"
+    try:
+        from .traffic import fwdgen
+        line += f", fwdgen {fwdgen.version()}"
+    except Exception:
+        line += ", fwdgen not built (run 'make native')"
+    out.print(line, highlight=False)
+
+
+@app.command()
+def plan(campaign: Path = typer.Argument(..., help="campaign file (TOML)"),
+         as_json: bool = typer.Option(False, "--json", help="print the matrix as JSON")) -> None:
+    """Validate a campaign and print its expanded scenario matrix, trial count and
+    estimated duration. Nothing is set up."""
+    from .campaign import load_campaign
+    from .plan import fmt_total, plan_dict, plan_table
+    try:
+        c = load_campaign(campaign)
+    except FwdbenchError as e:
+        fail(e)
+    if as_json:
+        print(json.dumps(plan_dict(c), indent=2))
+        return
+    table, trials, secs = plan_table(c)
+    out.print(table)
+    out.print(f"{len(c.scenarios)} scenarios x {c.repetitions} repetitions: "
+              f"{fmt_total(trials, secs)} (estimate; adaptive searches vary)", highlight=False)
+
+
+@app.command()
+def run(campaign: Optional[Path] = typer.Argument(
+            None, help="campaign file (TOML); omit with --resume"),
+        resume: Optional[Path] = typer.Option(
+            None, "--resume", help="continue the run stored in this results file: "
+                                   "finished trials are kept, interrupted ones rerun"),
+        out_path: Optional[Path] = typer.Option(
+            None, "--out", "-o", help="results file (default results/<campaign>.sqlite)"),
+        force: bool = typer.Option(False, "--force", help="replace an existing results file"),
+        report: bool = typer.Option(True, "--report/--no-report",
+                                    help="write the HTML report when the run ends"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output")) -> None:
+    """Run a campaign: build the lab, configure each DUT, search, and store every
+    trial as it ends. Ctrl-C stops cleanly; continue with --resume."""
+    from .campaign import load_campaign
+    from .progress import Progress
+    from .runner import (campaign_from_store, default_store_path, open_for_run,
+                         run_campaign, summary_lines)
+    from .store import Store
+    if (campaign is None) == (resume is None):
+        fail(FwdbenchError("give either a campaign file or --resume RESULTS.sqlite"))
+    path = resume
+    try:
+        if resume is not None:
+            if not resume.exists():
+                raise FwdbenchError(f"{resume}: no such results file")
+            store = Store(resume)
+            c = campaign_from_store(store)
+        else:
+            c = load_campaign(campaign)
+            path = out_path or default_store_path(c)
+            if force:
+                for suffix in ("", "-wal", "-shm"):
+                    Path(str(path) + suffix).unlink(missing_ok=True)
+            store = open_for_run(c, path)
+        try:
+            progress = Progress(quiet=quiet, trial_lines=c.file.testbed.type != "sim")
+            summary = run_campaign(c, store, progress=progress,
+                                   resume=resume is not None)
+        finally:
+            store.close()
+    except KeyboardInterrupt:
+        print(f"interrupted: finished trials are in the results file; continue with "
+              f"'fwdbench run --resume {path}'", file=sys.stderr)
+        raise typer.Exit(130)
+    except FwdbenchError as e:
+        fail(e, 3)
+    for line in summary_lines(summary):
+        out.print(line, highlight=False)
+    if report:
+        _write_report(summary.store_path)
+
+
+def _write_report(db: Path) -> None:
+    try:
+        from .report.command import build_report
+    except ImportError:
+        return
+    dest = db.parent / (db.stem + "-report")
+    index = build_report(db, dest)
+    out.print(f"report: {index}", highlight=False)
+
+
+@app.command()
+def results(db: Path = typer.Argument(..., help="results file (.sqlite)"),
+            as_json: bool = typer.Option(False, "--json", help="one JSON document for scripts"),
+            trials: bool = typer.Option(False, "--trials", help="list every trial")) -> None:
+    """Print what a campaign measured: results per scenario and repetition."""
+    from .results_view import results_cmd
+    try:
+        results_cmd(db, as_json=as_json, show_trials=trials, console=out)
+    except FwdbenchError as e:
+        fail(e)
+
+
+@app.command("report")
+def report_(db: Path = typer.Argument(..., help="results file (.sqlite)"),
+            out_dir: Path = typer.Option(Path("out"), "--out", "-o", help="output directory")
+            ) -> None:
+    """Write the HTML report, figures (SVG, PDF) and data exports (CSV, Parquet)."""
+    from .report.command import report_cmd
+    raise typer.Exit(report_cmd(db, out_dir))
+
+
+@app.command()
+def compare(a: Path = typer.Argument(..., help="first results file"),
+            b: Path = typer.Argument(..., help="second results file"),
+            out_dir: Path = typer.Option(Path("out-compare"), "--out", "-o")) -> None:
+    """Compare two campaigns (two DUT versions, two kernels): ratios and significance."""
+    from .report.command import compare_cmd
+    raise typer.Exit(compare_cmd(a, b, out_dir))
+
+
+@app.command()
+def analyze(files: List[Path] = typer.Argument(..., help="PASTRAMI measurement files, CSV "
+                                                         "(load,repetition,tx,rx) or results"),
+            rule: str = typer.Option("paper", "--rule", help="PASTRAMI rule: 'paper' (default) "
+                                     "or 'published-code' (the authors' notebook labels)"),
+            as_json: bool = typer.Option(False, "--json", help="one JSON object per experiment"),
+            out_dir: Optional[Path] = typer.Option(None, "--out", "-o",
+                                                   help="write one figure per experiment here")
+            ) -> None:
+    """PDR@0.5%, saturation and PASTRAMI's GOOD/BAD verdict for load-loss data."""
+    from .analysis.command import analyze_cmd
+    raise typer.Exit(analyze_cmd(files, rule=rule, as_json=as_json, out_dir=out_dir))
+
+
+@app.command()
+def meters() -> None:
+    """List the energy meters on this host and why the others are unavailable."""
+    from .meters import meters_cmd
+    raise typer.Exit(meters_cmd())
+
+
+@lab_app.command("up")
+def lab_up(gen_cpu: int = typer.Option(0, help="generator CPU"),
+           dut_cpu: int = typer.Option(1, help="DUT CPU"),
+           tuning: bool = typer.Option(True, "--tuning/--no-tuning",
+                                       help="GRO + threaded NAPI pinned per side")) -> None:
+    """Build a lab and leave it up (remove it with 'fwdbench lab down ID')."""
+    from .lab import Lab, LabConfig
+    try:
+        lab = Lab.up(LabConfig(gen_cpu=gen_cpu, dut_cpu=dut_cpu, kernel_tuning=tuning),
+                     detach=True)
+    except FwdbenchError as e:
+        fail(e, 3)
+    out.print(f"lab {lab.run_id}: namespaces {lab.tg_ns} and {lab.dut_ns}", highlight=False)
+
+
+@lab_app.command("status")
+def lab_status() -> None:
+    """List fwdbench labs on this host and whether their owner is alive."""
+    from .lab import list_labs
+    labs = list_labs()
+    if not labs:
+        out.print("no fwdbench labs")
+    for lab in labs:
+        out.print(lab.summary() if hasattr(lab, "summary") else str(lab), highlight=False)
+
+
+@lab_app.command("down")
+def lab_down(run_id: Optional[str] = typer.Argument(None, help="lab id (see 'lab status')"),
+             all_: bool = typer.Option(False, "--all", help="remove leftovers of crashed runs "
+                                       "(labs whose owner process is gone), and only those")
+             ) -> None:
+    """Remove a lab, or with --all every leftover of a crashed run."""
+    from .lab import down_all, down_id
+    if all_:
+        removed = down_all()
+        out.print(f"removed {len(removed)} leftover lab(s)" +
+                  (": " + ", ".join(removed) if removed else ""), highlight=False)
+    elif run_id:
+        try:
+            down_id(run_id)
+        except FwdbenchError as e:
+            fail(e)
+        out.print(f"removed lab {run_id}", highlight=False)
+    else:
+        fail(FwdbenchError("give a lab id or --all"))
+
+
+def main() -> None:
+    try:
+        app()
+    except FwdbenchError as e:
+        err.print(f"error: {e}", highlight=False)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

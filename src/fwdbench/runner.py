@@ -1,0 +1,239 @@
+"""The trial runner: scenarios x repetitions -> searches -> trials -> store.
+
+Every trial is committed when it ends. Resume is exact: searches are
+deterministic functions of the trial results they are given, so on resume
+the stored trials of a repetition are replayed into the same search, in
+order, and only the trials that are missing are run.
+"""
+from __future__ import annotations
+
+import signal
+import time
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from . import __version__
+from .campaign import Campaign, Scenario, build_campaign
+from .errors import FwdbenchError
+from .host import host_facts
+from .progress import Progress
+from .search_config import search_settings
+from .store import Store
+from .trial import TrialResult
+from .units import parse_duration
+
+Measure = Callable[[float, float, str], TrialResult]
+
+
+class ResumeMismatch(FwdbenchError):
+    pass
+
+
+@dataclass
+class RunSummary:
+    store_path: Path
+    scenarios: int
+    repetitions_done: int
+    trials_run: int
+    trials_replayed: int
+    interrupted_marked: int
+    seconds: float
+    lab_description: dict = field(default_factory=dict)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so every teardown path runs."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    old_term = signal.signal(signal.SIGTERM, handler)
+    old_hup = signal.signal(signal.SIGHUP, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGHUP, old_hup)
+
+
+def default_store_path(campaign: Campaign, results_dir: Path = Path("results")) -> Path:
+    return results_dir / f"{campaign.name}.sqlite"
+
+
+def open_for_run(campaign: Campaign, store_path: Path) -> Store:
+    store_path.parent.mkdir(parents=True, exist_ok=True)
+    if store_path.exists():
+        st = Store(store_path)
+        if st.campaign() is not None:
+            st.close()
+            raise FwdbenchError(
+                f"{store_path} already holds results of campaign "
+                f"'{campaign.name}'; continue it with 'fwdbench run --resume {store_path}', "
+                f"or write elsewhere with --out")
+        return st
+    return Store(store_path)
+
+
+def campaign_from_store(store: Store) -> Campaign:
+    c = store.campaign()
+    if c is None:
+        raise FwdbenchError(f"{store.path} holds no campaign; start one with 'fwdbench run FILE'")
+    import tomllib
+    return build_campaign(tomllib.loads(c["config_text"]), c["source_path"], c["config_text"])
+
+
+def register_scenarios(store: Store, campaign: Campaign, host: dict) -> dict[int, int]:
+    """Write campaign + scenario rows (first run) or check them (resume); idx -> scenario id."""
+    existing = store.scenarios()
+    if not existing:
+        cid = store.create_campaign(
+            name=campaign.name, source_path=campaign.path, config_text=campaign.text,
+            config=campaign.file.model_dump(mode="json"), host=host, tool_version=__version__)
+        ids = {}
+        for sc in campaign.scenarios:
+            ids[sc.idx] = store.add_scenario(
+                cid, sc.idx, sc.name, sc.dut.name, sc.dut.type, sc.dut.params,
+                sc.profile.model_dump(mode="json"), sc.search, sc.axes, sc.max_load_pps)
+        return ids
+    if [s["name"] for s in existing] != [sc.name for sc in campaign.scenarios]:
+        raise ResumeMismatch(f"{store.path}: the stored scenarios differ from the campaign's "
+                             "expansion (fwdbench or the campaign changed); start a new run")
+    return {s["idx"]: s["id"] for s in existing}
+
+
+class ScenarioRun:
+    """Runs trials of one scenario, replaying stored ones on resume."""
+
+    def __init__(self, store: Store, scenario: Scenario, scenario_id: int, execute,
+                 progress: Progress):
+        self.store = store
+        self.sc = scenario
+        self.sid = scenario_id
+        self.execute = execute          # testbeds.Execute
+        self.progress = progress
+        self.ran = 0
+        self.replayed = 0
+
+    def measure_for(self, rep: int) -> Measure:
+        replay = self.store.done_trials(self.sid, rep)
+        seq = iter(range(1 << 30))
+
+        def measure(duration_s: float, load_pps: float, reason: str = "") -> TrialResult:
+            k = next(seq)
+            if k < len(replay):
+                t = replay[k]
+                if t.seq != k or abs(t.intended_load_pps - load_pps) > 1e-6 * max(1.0, load_pps) \
+                        or abs(t.duration_s - duration_s) > 1e-9:
+                    raise ResumeMismatch(
+                        f"resume: trial {k} of '{self.sc.name}' repetition {rep} was "
+                        f"{t.intended_load_pps:.0f} pps x {t.duration_s} s, the search now asks "
+                        f"{load_pps:.0f} pps x {duration_s} s; the search is not replaying "
+                        "deterministically; start a new run")
+                self.replayed += 1
+                self.progress.trial_replayed()
+                return t.result
+            return self._run(rep, k, "search", reason, load_pps, duration_s)
+
+        return measure
+
+    def warmup_trial(self, load_pps: float) -> TrialResult:
+        dur = max(parse_duration(self.sc.trial.warmup), 1.0)
+        return self._run(-1, -1, "warmup", "warm-up trial after DUT setup (CSIT)",
+                         load_pps, dur)
+
+    def _run(self, rep: int, seq: int, kind: str, reason: str, load_pps: float,
+             duration_s: float) -> TrialResult:
+        tid = self.store.begin_trial(self.sid, rep, seq, kind, reason, load_pps, duration_s)
+        self.progress.trial_started(load_pps, duration_s, kind)
+        try:
+            result = self.execute(load_pps, duration_s, (rep + 1) * 1_000_000 + seq + 1)
+        except KeyboardInterrupt:
+            # Left as 'running': the next resume marks it interrupted and reruns it.
+            raise
+        except Exception as e:
+            self.store.fail_trial(tid, f"{type(e).__name__}: {e}")
+            raise
+        self.store.finish_trial(tid, result)
+        self.ran += 1
+        self.progress.trial_done(result)
+        return result
+
+
+def run_campaign(campaign: Campaign, store: Store, *, progress: Progress,
+                 resume: bool = False) -> RunSummary:
+    from .search import run_search
+
+    t0 = time.monotonic()
+    interrupted = store.mark_interrupted() if resume else 0
+    host = host_facts()
+    ids = register_scenarios(store, campaign, host)
+    reps = campaign.repetitions
+    todo = [(sc, r) for sc in campaign.scenarios for r in range(reps)
+            if not store.repetition_done(ids[sc.idx], r)]
+    progress.start(campaign, todo, total=len(campaign.scenarios) * reps)
+    ran = replayed = done = 0
+    lab_desc: dict = {}
+    with sigterm_as_interrupt(), ExitStack() as stack:
+        backend = stack.enter_context(testbed_for(campaign))
+        lab_desc = backend.describe()
+        by_scenario: dict[int, list[int]] = {}
+        for sc, r in todo:
+            by_scenario.setdefault(sc.idx, []).append(r)
+        for sc in campaign.scenarios:
+            if sc.idx not in by_scenario:
+                continue
+            sid = ids[sc.idx]
+            with backend.scenario(sc) as (execute, describe):
+                store.set_describe(sid, describe)
+                run = ScenarioRun(store, sc, sid, execute, progress)
+                if sc.trial.warmup_trial:
+                    run.warmup_trial(_warmup_load(sc))
+                for rep in by_scenario[sc.idx]:
+                    progress.repetition(sc, rep)
+                    settings = search_settings(sc.search)
+                    result = run_search(settings, run.measure_for(rep), sc.max_load_pps)
+                    store.save_results(sid, rep, goals_for_store(result))
+                    done += 1
+                ran += run.ran
+                replayed += run.replayed
+    progress.finish()
+    return RunSummary(store.path, len(campaign.scenarios), done, ran, replayed, interrupted,
+                      time.monotonic() - t0, lab_desc)
+
+
+def goal_key(loss_ratio: float) -> str:
+    return "ndr" if loss_ratio == 0 else f"pdr@{loss_ratio:g}"
+
+
+def goals_for_store(result) -> dict[str, tuple[float | None, dict]]:
+    """Search result -> result rows: one per loss goal, plus the search record."""
+    goals = {goal_key(g.loss_ratio): (g.load_pps, g.to_dict()) for g in result.goals}
+    goals["search"] = (None, result.to_dict())
+    return goals
+
+
+def _warmup_load(sc: Scenario) -> float:
+    loads = sc.search.get("loads_pps")
+    return max(loads) if loads else 0.5 * sc.max_load_pps
+
+
+@contextmanager
+def testbed_for(campaign: Campaign):
+    if campaign.file.testbed.type == "sim":
+        from .testbeds import SimTestbed
+        yield SimTestbed(campaign)
+    else:
+        from .testbeds import NetnsTestbed
+        with NetnsTestbed(campaign) as tb:
+            yield tb
+
+
+def summary_lines(s: RunSummary) -> list[str]:
+    return [
+        f"results: {s.store_path}",
+        f"repetitions finished: {s.repetitions_done}, trials run: {s.trials_run}"
+        + (f", replayed from the store: {s.trials_replayed}" if s.trials_replayed else "")
+        + (f", interrupted trials rerun: {s.interrupted_marked}" if s.interrupted_marked else ""),
+        f"took {s.seconds:.1f} s",
+    ]

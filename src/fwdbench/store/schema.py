@@ -1,0 +1,85 @@
+"""The results store schema, versioned. Migrations run in order on open.
+
+Counts are integers; ratios and rates are stored too (derived, for SQL
+queries and the report) but always recomputable from the counts.
+"""
+
+SCHEMA_VERSION = 1
+
+# Each entry upgrades the schema from version i to i+1 (index i).
+MIGRATIONS: list[str] = [
+    # 0 -> 1: the initial schema
+    """
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE campaign (
+        id            INTEGER PRIMARY KEY,
+        name          TEXT NOT NULL,
+        source_path   TEXT NOT NULL,
+        config_text   TEXT NOT NULL,      -- the campaign file as given
+        config_json   TEXT NOT NULL,      -- as validated (defaults filled in)
+        host_json     TEXT NOT NULL,      -- host facts: kernel, CPU, placement
+        tool_version  TEXT NOT NULL,
+        created_at    REAL NOT NULL       -- [s] Unix time
+    );
+    CREATE TABLE scenario (
+        id            INTEGER PRIMARY KEY,
+        campaign_id   INTEGER NOT NULL REFERENCES campaign(id),
+        idx           INTEGER NOT NULL,   -- position in the expanded matrix
+        name          TEXT NOT NULL,
+        dut_name      TEXT NOT NULL,
+        dut_type      TEXT NOT NULL,
+        dut_params    TEXT NOT NULL,      -- JSON
+        profile       TEXT NOT NULL,      -- JSON
+        search        TEXT NOT NULL,      -- JSON
+        axes          TEXT NOT NULL,      -- JSON: matrix axis -> value
+        max_load_pps  REAL NOT NULL,      -- [pps] per stream
+        describe      TEXT,               -- JSON: DUT describe() after setup
+        UNIQUE (campaign_id, idx)
+    );
+    CREATE TABLE trial (
+        id                  INTEGER PRIMARY KEY,
+        scenario_id         INTEGER NOT NULL REFERENCES scenario(id),
+        repetition          INTEGER NOT NULL,
+        seq                 INTEGER NOT NULL,   -- order within the search of this repetition
+        status              TEXT NOT NULL,      -- running | done | interrupted | failed
+        kind                TEXT NOT NULL,      -- warmup | search | latency
+        reason              TEXT NOT NULL,      -- why the search ran it
+        intended_load_pps   REAL NOT NULL,      -- [pps] per stream
+        duration_s          REAL NOT NULL,      -- [s]
+        started_at          REAL NOT NULL,      -- [s] Unix time
+        ended_at            REAL,
+        intended_packets    INTEGER,
+        tx_packets          INTEGER,
+        rx_packets          INTEGER,
+        lost                INTEGER,
+        loss_ratio          REAL,
+        forwarding_rate_pps REAL,
+        achieved_tx_pps     REAL,
+        generator_limited   INTEGER,
+        lat_p50_ns          REAL,
+        lat_p99_ns          REAL,
+        result_json         TEXT,               -- the whole TrialResult
+        error               TEXT
+    );
+    CREATE INDEX trial_by_scenario ON trial (scenario_id, repetition, seq);
+    CREATE TABLE result (
+        id            INTEGER PRIMARY KEY,
+        scenario_id   INTEGER NOT NULL REFERENCES scenario(id),
+        repetition    INTEGER NOT NULL,
+        goal          TEXT NOT NULL,      -- ndr | pdr@0.005 | ... | sweep
+        value_pps     REAL,               -- [pps] per stream (NULL when not found)
+        detail_json   TEXT NOT NULL,
+        created_at    REAL NOT NULL,
+        UNIQUE (scenario_id, repetition, goal)
+    );
+    CREATE TABLE repetition_done (
+        scenario_id   INTEGER NOT NULL REFERENCES scenario(id),
+        repetition    INTEGER NOT NULL,
+        ended_at      REAL NOT NULL,
+        PRIMARY KEY (scenario_id, repetition)
+    );
+    """,
+]

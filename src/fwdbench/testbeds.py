@@ -1,0 +1,133 @@
+"""Testbeds: where a campaign's trials run.
+
+``NetnsTestbed`` builds the local veth lab, configures each scenario's DUT
+and runs each trial with fwdgen, reading DUT counters and meters around it.
+``SimTestbed`` runs simulated DUTs (no root, no packets) for tests and demos.
+"""
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from .campaign import Campaign, Scenario
+from .trial import TrialResult
+
+Execute = Callable[[float, float, int], TrialResult]
+"""execute(load_pps [pps], duration_s [s], key) -> TrialResult; ``key`` is a stable
+index of the trial within its scenario (the same on a resumed run)."""
+
+
+def counter_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """after - before for every numeric counter (nested dicts too)."""
+    out: dict[str, Any] = {}
+    for k, v in after.items():
+        b = before.get(k)
+        if isinstance(v, dict) and isinstance(b, dict):
+            out[k] = counter_delta(b, v)
+        elif isinstance(v, (int, float)) and isinstance(b, (int, float)) \
+                and not isinstance(v, bool):
+            out[k] = v - b
+    return out
+
+
+class SimTestbed:
+    """Simulated DUTs. FWDBENCH_SIM_DELAY=<s> makes each trial take that long
+    (used by tests that interrupt a run in the middle)."""
+
+    def __init__(self, campaign: Campaign):
+        self.campaign = campaign
+        self.delay = float(os.environ.get("FWDBENCH_SIM_DELAY", "0") or 0)
+
+    def describe(self) -> dict:
+        return {"testbed": "sim", "note": "simulated DUTs: no packets were forwarded"}
+
+    @contextmanager
+    def scenario(self, sc: Scenario) -> Iterator[tuple[Execute, dict]]:
+        from .sim import SimDevice, SimParams
+
+        params = SimParams.model_validate(sc.dut.params)
+        device = SimDevice.from_params(params)
+
+        def execute(load_pps: float, duration_s: float, key: int) -> TrialResult:
+            if self.delay:
+                time.sleep(self.delay)
+            # The sim draws trial i from rng([seed, i]); a stable i makes a resumed
+            # run draw exactly what the uninterrupted run drew.
+            device.trials_run = key
+            return device.measure(duration_s, load_pps, "")
+
+        yield execute, {"dut": "sim", **params.model_dump(mode="json")}
+
+
+class NetnsTestbed:
+    """The local lab: two namespaces joined by two veth pairs (design.md)."""
+
+    def __init__(self, campaign: Campaign):
+        self.campaign = campaign
+        self.lab = None
+        self.energy = None
+        self.fwdgen = None
+
+    def __enter__(self) -> "NetnsTestbed":
+        from .lab import Lab, LabConfig
+        from .traffic import fwdgen
+
+        tb = self.campaign.file.testbed
+        self.fwdgen = fwdgen
+        fwdgen.check()
+        self.lab = Lab.up(LabConfig(gen_cpu=tb.gen_cpu, dut_cpu=tb.dut_cpu,
+                                    kernel_tuning=tb.kernel_tuning))
+        try:
+            self.energy = self._energy_session()
+        except BaseException:
+            self.lab.down()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.lab is not None:
+            self.lab.down()
+            self.lab = None
+
+    def _energy_session(self):
+        try:
+            from .meters import EnergySession, EnergySettings
+        except ImportError:
+            return None
+        settings = EnergySettings.model_validate(self.campaign.file.energy)
+        return EnergySession(settings, dut_cpus=[self.lab.dut_cpu], gen_cpus=[self.lab.gen_cpu])
+
+    def describe(self) -> dict:
+        d = dict(self.lab.describe())
+        d["fwdgen"] = self.fwdgen.version()
+        return d
+
+    @contextmanager
+    def scenario(self, sc: Scenario) -> Iterator[tuple[Execute, dict]]:
+        from .dut import load_drivers
+        from .trialspec import build_spec
+
+        driver = load_drivers()[sc.dut.type](sc.dut.params)
+        driver.check()
+        lab = self.lab
+        try:
+            driver.setup(lab)
+
+            def execute(load_pps: float, duration_s: float, key: int) -> TrialResult:
+                spec = build_spec(lab, sc.profile, sc.trial, load_pps, duration_s)
+                before = driver.counters()
+                if self.energy:
+                    self.energy.start()
+                timeout = duration_s + spec["warmup_s"] + spec["drain_s"] + 30
+                result = self.fwdgen.run_trial(spec, netns=lab.tg_ns, timeout=timeout)
+                if self.energy:
+                    pids = getattr(driver, "pids", lambda: [])()
+                    result.meters = self.energy.stop(pids=pids, packets=result.rx_packets)
+                result.dut_counters = counter_delta(before, driver.counters())
+                return result
+
+            yield execute, driver.describe()
+        finally:
+            driver.teardown()

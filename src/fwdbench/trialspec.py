@@ -1,0 +1,37 @@
+"""Build fwdgen's trial spec (contracts.md, 1) from the lab, a profile and a load."""
+from __future__ import annotations
+
+from typing import Any
+
+from .campaign import Profile, TrialSettings
+from .units import parse_duration
+
+
+def build_spec(lab, profile: Profile, trial: TrialSettings, load_pps: float,
+               duration_s: float, *, warmup: bool = True) -> dict[str, Any]:
+    """Streams: tg0 -> tg1 (and tg1 -> tg0 for bidirectional), flows in the lab's flow nets."""
+    p0, p1 = lab.ports[0], lab.ports[1]
+    fam = "ip4" if profile.l3 == "ipv4" else "ip6"
+    net0, net1 = lab.flow_nets[fam]
+    ports = [
+        {"ifname": p.tg_ifname, "mac": p.tg_mac, "peer_mac": p.dut_mac, "backend": trial.backend}
+        for p in (p0, p1)
+    ]
+    streams = [{"id": 0, "tx_port": 0, "rx_port": 1, "src": net0, "dst": net1,
+                "src_port": 1024, "dst_port": 1024}]
+    if profile.direction == "bi":
+        streams.append({"id": 1, "tx_port": 1, "rx_port": 0, "src": net1, "dst": net0,
+                        "src_port": 1024, "dst_port": 1024})
+    return {
+        "ports": ports,
+        "streams": streams,
+        "profile": {"l3": profile.l3, "frame_size": profile.frame_size, "flows": profile.flows,
+                    "vary": list(profile.vary), "port_pattern": profile.port_pattern},
+        "load_pps": load_pps,
+        "duration_s": duration_s,
+        "warmup_s": parse_duration(trial.warmup) if warmup else 0.0,
+        "drain_s": parse_duration(trial.drain),
+        "latency": {"enabled": trial.latency_stream, "rate_pps": trial.latency_rate},
+        "cpus": {"tx": [lab.gen_cpu], "rx": [lab.gen_cpu]},
+        "samples": True,
+    }
