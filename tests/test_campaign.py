@@ -120,3 +120,14 @@ def test_examples_all_validate():
     for p in sorted(Path(__file__).parent.parent.joinpath("examples").glob("*.toml")):
         c = load_campaign(p)
         assert c.scenarios, p
+
+
+def test_matrix_exclude_drops_matching_points():
+    raw = base(matrix={"profile.frame_size": [64, 512],
+                       "exclude": [{"dut": "b", "profile": "p6"}, {"profile.frame_size": 512,
+                                                                   "dut": "a"}]})
+    c = build_campaign(raw, "c.toml")
+    pts = {(s.dut.name, s.profile.name, s.profile.frame_size) for s in c.scenarios}
+    assert pts == {("a", "p64", 64), ("a", "p6", 64), ("b", "p64", 64), ("b", "p64", 512)}
+    raw = base(matrix={"exclude": [{"colour": 1}]})
+    assert "matrix.exclude[0].colour" in err(raw)

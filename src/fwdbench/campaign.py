@@ -227,7 +227,7 @@ def _check_names(cf: CampaignFile, path: str) -> None:
 
 # -- matrix expansion ------------------------------------------------------
 
-AXIS_ROOTS = ("dut", "profile", "search", "trial")
+AXIS_ROOTS = ("dut", "profile", "search", "trial")   # and "exclude" (a list of points)
 
 
 def _set_path(d: dict, dotted: list[str], value: Any) -> None:
@@ -236,9 +236,27 @@ def _set_path(d: dict, dotted: list[str], value: Any) -> None:
     d[dotted[-1]] = value
 
 
+def _excludes(cf: CampaignFile, path: str, axis_names: set[str]) -> list[dict[str, Any]]:
+    """matrix.exclude: partial points; scenarios matching every key of one are dropped."""
+    out = []
+    for i, ex in enumerate(cf.matrix.get("exclude", [])):
+        where = f"{path}: matrix.exclude[{i}]"
+        if not isinstance(ex, dict) or not ex:
+            raise CampaignError(f"{where}: give a table of axis = value, "
+                                "e.g. { dut = \"linux-nat\", profile = \"bi\" }")
+        for k in ex:
+            if k not in axis_names:
+                raise CampaignError(f"{where}.{k}: not an axis of this matrix "
+                                    f"({', '.join(sorted(axis_names))})")
+        out.append(ex)
+    return out
+
+
 def _axes(cf: CampaignFile, path: str) -> list[tuple[str, list[Any]]]:
     axes = []
     for key, values in cf.matrix.items():
+        if key == "exclude":
+            continue
         where = f"{path}: matrix.{key}"
         root = key.split(".")[0]
         if root not in AXIS_ROOTS:
@@ -271,10 +289,13 @@ def expand(cf: CampaignFile, path: str) -> list[Scenario]:
         axes.insert(0, ("dut", list(duts)))
     if "profile" not in names:
         axes.insert(1, ("profile", list(profiles)))
+    excludes = _excludes(cf, path, {k for k, _ in axes})
 
     out: list[Scenario] = []
     for combo in itertools.product(*(v for _, v in axes)):
         point = dict(zip((k for k, _ in axes), combo))
+        if any(all(point[k] == v for k, v in ex.items()) for ex in excludes):
+            continue
         dut = duts[point["dut"]].model_dump()
         prof = profiles[point["profile"]].model_dump()
         search = copy.deepcopy(cf.search)

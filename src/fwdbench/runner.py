@@ -133,7 +133,9 @@ class ScenarioRun:
                 self.replayed += 1
                 self.progress.trial_replayed()
                 return t.result
-            return self._run(rep, k, "search", reason, load_pps, duration_s)
+            # CSIT-style latency trials run a latency stream beside the load.
+            kind = "latency" if reason.startswith("latency") else "search"
+            return self._run(rep, k, kind, reason, load_pps, duration_s)
 
         return measure
 
@@ -147,7 +149,8 @@ class ScenarioRun:
         tid = self.store.begin_trial(self.sid, rep, seq, kind, reason, load_pps, duration_s)
         self.progress.trial_started(load_pps, duration_s, kind)
         try:
-            result = self.execute(load_pps, duration_s, (rep + 1) * 1_000_000 + seq + 1)
+            result = self.execute(load_pps, duration_s, (rep + 1) * 1_000_000 + seq + 1,
+                                  kind == "latency")
         except KeyboardInterrupt:
             # Left as 'running': the next resume marks it interrupted and reruns it.
             raise

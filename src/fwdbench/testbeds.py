@@ -14,9 +14,10 @@ from typing import Any, Callable, Iterator
 from .campaign import Campaign, Scenario
 from .trial import TrialResult
 
-Execute = Callable[[float, float, int], TrialResult]
-"""execute(load_pps [pps], duration_s [s], key) -> TrialResult; ``key`` is a stable
-index of the trial within its scenario (the same on a resumed run)."""
+Execute = Callable[[float, float, int, bool], TrialResult]
+"""execute(load_pps [pps], duration_s [s], key, latency) -> TrialResult; ``key`` is a
+stable index of the trial within its scenario (the same on a resumed run);
+``latency`` asks for the low-rate latency stream beside the load."""
 
 
 def counter_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +51,8 @@ class SimTestbed:
         params = SimParams.model_validate(sc.dut.params)
         device = SimDevice.from_params(params)
 
-        def execute(load_pps: float, duration_s: float, key: int) -> TrialResult:
+        def execute(load_pps: float, duration_s: float, key: int,
+                    latency: bool = False) -> TrialResult:
             if self.delay:
                 time.sleep(self.delay)
             # The sim draws trial i from rng([seed, i]); a stable i makes a resumed
@@ -115,8 +117,10 @@ class NetnsTestbed:
         try:
             driver.setup(lab)
 
-            def execute(load_pps: float, duration_s: float, key: int) -> TrialResult:
-                spec = build_spec(lab, sc.profile, sc.trial, load_pps, duration_s)
+            def execute(load_pps: float, duration_s: float, key: int,
+                        latency: bool = False) -> TrialResult:
+                spec = build_spec(lab, sc.profile, sc.trial, load_pps, duration_s,
+                                  latency=latency)
                 before = driver.counters()
                 if self.energy:
                     self.energy.start()

@@ -8,7 +8,8 @@ from .units import parse_duration
 
 
 def build_spec(lab, profile: Profile, trial: TrialSettings, load_pps: float,
-               duration_s: float, *, warmup: bool = True) -> dict[str, Any]:
+               duration_s: float, *, warmup: bool = True, latency: bool = False
+               ) -> dict[str, Any]:
     """Streams: tg0 -> tg1 (and tg1 -> tg0 for bidirectional), flows in the lab's flow nets."""
     p0, p1 = lab.ports[0], lab.ports[1]
     fam = "ip4" if profile.l3 == "ipv4" else "ip6"
@@ -31,7 +32,7 @@ def build_spec(lab, profile: Profile, trial: TrialSettings, load_pps: float,
         "duration_s": duration_s,
         "warmup_s": parse_duration(trial.warmup) if warmup else 0.0,
         "drain_s": parse_duration(trial.drain),
-        "latency": {"enabled": trial.latency_stream, "rate_pps": trial.latency_rate},
+        "latency": {"enabled": trial.latency_stream or latency, "rate_pps": trial.latency_rate},
         "cpus": {"tx": [lab.gen_cpu], "rx": [lab.gen_cpu]},
         "samples": True,
     }
