@@ -205,6 +205,11 @@ def build_campaign(raw: dict[str, Any], path: str = "<campaign>", text: str = ""
     except ValidationError as e:
         raise _pydantic_msg(path, e) from None
     _check_names(cf, path)
+    from .meters import parse_energy_settings
+    try:
+        parse_energy_settings(cf.energy)
+    except CampaignError as e:
+        raise CampaignError(f"{path}: {e}") from None
     scenarios = expand(cf, path)
     return Campaign(path=path, text=text, file=cf, scenarios=scenarios)
 

@@ -182,8 +182,8 @@ def lab_up(gen_cpu: int = typer.Option(0, help="generator CPU"),
     """Build a lab and leave it up (remove it with 'fwdbench lab down ID')."""
     from .lab import Lab, LabConfig
     try:
-        lab = Lab.up(LabConfig(gen_cpu=gen_cpu, dut_cpu=dut_cpu, kernel_tuning=tuning),
-                     detach=True)
+        lab = Lab.up(LabConfig(gen_cpu=gen_cpu, dut_cpu=dut_cpu, kernel_tuning=tuning,
+                               persistent=True))
     except FwdbenchError as e:
         fail(e, 3)
     out.print(f"lab {lab.run_id}: namespaces {lab.tg_ns} and {lab.dut_ns}", highlight=False)
@@ -191,13 +191,30 @@ def lab_up(gen_cpu: int = typer.Option(0, help="generator CPU"),
 
 @lab_app.command("status")
 def lab_status() -> None:
-    """List fwdbench labs on this host and whether their owner is alive."""
+    """List fwdbench labs on this host: owner process, whether it is alive, namespaces."""
+    import time as _time
+
+    from rich.table import Table
+
     from .lab import list_labs
     labs = list_labs()
     if not labs:
-        out.print("no fwdbench labs")
+        out.print("no fwdbench labs on this host")
+        return
+    t = Table()
+    for col in ("id", "owner", "state", "namespaces", "age"):
+        t.add_column(col)
     for lab in labs:
-        out.print(lab.summary() if hasattr(lab, "summary") else str(lab), highlight=False)
+        if not lab.has_state:
+            state = "unknown (no state file: not removed by --all)"
+        elif lab.persistent:
+            state = "persistent (fwdbench lab up)"
+        else:
+            state = "running" if lab.alive else "leftover of a crashed run"
+        age = f"{_time.time() - lab.created:.0f}s" if lab.created else "-"
+        t.add_row(lab.run_id, str(lab.owner_pid or "-"), state, " ".join(lab.namespaces) or "-",
+                  age)
+    out.print(t)
 
 
 @lab_app.command("down")
@@ -206,14 +223,14 @@ def lab_down(run_id: Optional[str] = typer.Argument(None, help="lab id (see 'lab
                                        "(labs whose owner process is gone), and only those")
              ) -> None:
     """Remove a lab, or with --all every leftover of a crashed run."""
-    from .lab import down_all, down_id
+    from .lab import down_all, down_lab
     if all_:
         removed = down_all()
         out.print(f"removed {len(removed)} leftover lab(s)" +
                   (": " + ", ".join(removed) if removed else ""), highlight=False)
     elif run_id:
         try:
-            down_id(run_id)
+            down_lab(run_id)
         except FwdbenchError as e:
             fail(e)
         out.print(f"removed lab {run_id}", highlight=False)

@@ -76,9 +76,23 @@ class NetnsTestbed:
         from .lab import Lab, LabConfig
         from .traffic import fwdgen
 
+        from .dut import load_drivers
+        from .errors import LabError
+
+        if os.geteuid() != 0:
+            raise LabError("the netns testbed needs root (network namespaces, veth, XDP): "
+                           "run with sudo, or use testbed.type = \"sim\" for simulated DUTs")
         tb = self.campaign.file.testbed
         self.fwdgen = fwdgen
         fwdgen.check()
+        # Probe every DUT's tools before anything is built: no discovering mid-run
+        # that something is missing.
+        drivers = load_drivers()
+        seen = set()
+        for sc in self.campaign.scenarios:
+            if sc.dut.name not in seen:
+                seen.add(sc.dut.name)
+                drivers[sc.dut.type](sc.dut.params).check()
         self.lab = Lab.up(LabConfig(gen_cpu=tb.gen_cpu, dut_cpu=tb.dut_cpu,
                                     kernel_tuning=tb.kernel_tuning))
         try:
@@ -94,16 +108,20 @@ class NetnsTestbed:
             self.lab = None
 
     def _energy_session(self):
-        try:
-            from .meters import EnergySession, EnergySettings
-        except ImportError:
-            return None
-        settings = EnergySettings.model_validate(self.campaign.file.energy)
-        return EnergySession(settings, dut_cpus=[self.lab.dut_cpu], gen_cpus=[self.lab.gen_cpu])
+        from .meters import EnergySession, parse_energy_settings
+
+        session = EnergySession(parse_energy_settings(self.campaign.file.energy),
+                                dut_cpus=[self.lab.dut_cpu], gen_cpus=[self.lab.gen_cpu])
+        session.check()
+        if session.wants_baseline:
+            session.baseline()
+        return session
 
     def describe(self) -> dict:
         d = dict(self.lab.describe())
         d["fwdgen"] = self.fwdgen.version()
+        if self.energy is not None:
+            d["energy"] = self.energy.describe()
         return d
 
     @contextmanager
@@ -122,13 +140,15 @@ class NetnsTestbed:
                 spec = build_spec(lab, sc.profile, sc.trial, load_pps, duration_s,
                                   latency=latency)
                 before = driver.counters()
-                if self.energy:
-                    self.energy.start()
+                pids = getattr(driver, "pids", lambda: [])()
+                self.energy.start(pids=pids)
                 timeout = duration_s + spec["warmup_s"] + spec["drain_s"] + 30
-                result = self.fwdgen.run_trial(spec, netns=lab.tg_ns, timeout=timeout)
-                if self.energy:
-                    pids = getattr(driver, "pids", lambda: [])()
-                    result.meters = self.energy.stop(pids=pids, packets=result.rx_packets)
+                try:
+                    result = self.fwdgen.run_trial(spec, netns=lab.tg_ns, timeout=timeout)
+                except BaseException:
+                    self.energy.abort()
+                    raise
+                result.meters = self.energy.stop(pids=pids, packets=result.rx_packets)
                 result.dut_counters = counter_delta(before, driver.counters())
                 return result
 

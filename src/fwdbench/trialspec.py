@@ -12,10 +12,12 @@ def build_spec(lab, profile: Profile, trial: TrialSettings, load_pps: float,
                ) -> dict[str, Any]:
     """Streams: tg0 -> tg1 (and tg1 -> tg0 for bidirectional), flows in the lab's flow nets."""
     p0, p1 = lab.ports[0], lab.ports[1]
-    fam = "ip4" if profile.l3 == "ipv4" else "ip6"
-    net0, net1 = lab.flow_nets[fam]
+    if profile.l3 == "ipv4":
+        net0, net1 = p0.flows4, p1.flows4
+    else:
+        net0, net1 = p0.flows6, p1.flows6
     ports = [
-        {"ifname": p.tg_ifname, "mac": p.tg_mac, "peer_mac": p.dut_mac, "backend": trial.backend}
+        {"ifname": p.tg.ifname, "mac": p.tg.mac, "peer_mac": p.dut.mac, "backend": trial.backend}
         for p in (p0, p1)
     ]
     streams = [{"id": 0, "tx_port": 0, "rx_port": 1, "src": net0, "dst": net1,
