@@ -118,10 +118,35 @@ def test_dispatch_missing_file_and_store_hook(tmp_path):
     assert read_experiment(DATA / "pastrami_trashing.txt")[0].loads_pps.size == 15
     with pytest.raises(InputFormatError, match="cannot read"):
         read_experiment(tmp_path / "missing.txt")
-    with pytest.raises(InputFormatError, match="results store"):
+    with pytest.raises(InputFormatError, match="no such results file"):
         read_store(tmp_path / "results.db")
-    with pytest.raises(InputFormatError, match="results store"):
-        read_experiment(tmp_path / "results.sqlite")
+    (tmp_path / "junk.sqlite").write_text("not a database")
+    with pytest.raises(InputFormatError, match="not a fwdbench results file"):
+        read_experiment(tmp_path / "junk.sqlite")
+
+
+def test_store_experiments_one_per_scenario_search_trials_only(tmp_path):
+    from fwdbench.store import Store
+    st = Store(tmp_path / "r.sqlite")
+    cid = st.create_campaign(name="c", source_path="c.toml", config_text="", config={},
+                             host={}, tool_version="0")
+    d = SimDevice("ideal", 1e6)
+    for idx, name in enumerate(("a", "b")):
+        sid = st.add_scenario(cid, idx, name, name, "sim", {}, {}, {}, {}, 2e6)
+        for rep in range(2):
+            for seq, load in enumerate((2e6, 5e5)):       # run order is not load order
+                tid = st.begin_trial(sid, rep, seq, "search", "", load, 1.0)
+                st.finish_trial(tid, d.measure(1.0, load))
+        tid = st.begin_trial(sid, -1, -1, "warmup", "", 9e5, 1.0)
+        st.finish_trial(tid, d.measure(1.0, 9e5))
+    st.close()
+    with pytest.raises(InputFormatError, match="no finished trials"):
+        Store(tmp_path / "empty.sqlite").close()
+        read_store(tmp_path / "empty.sqlite")
+    exps = read_experiment(tmp_path / "r.sqlite")
+    assert [e.name for e in exps] == ["r.sqlite#a", "r.sqlite#b"]
+    assert exps[0].loads_pps.tolist() == [5e5, 2e6]          # warm-up at 9e5 left out
+    assert [a.size for a in exps[0].tx] == [2, 2] and not exps[0].warnings
 
 
 def test_experiment_from_trials():

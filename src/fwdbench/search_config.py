@@ -77,6 +77,11 @@ def validate_search(search: dict[str, Any], tag: str, *, frame_size, max_pps: fl
     model = models[kind]
     conv = _convert(search, model, f"{tag}: search", frame_size, max_pps)
     conv["type"] = kind
+    if conv.get("pdr_fractions") is not None:
+        raise CampaignError(
+            f"{tag}: search.pdr_fractions: a campaign sweep cannot take fractions of a PDR "
+            "found elsewhere yet; give loads (e.g. [\"10%\", \"50%\"]) or use a binary/mlr "
+            "search with a latency block for loads at fractions of its PDR")
     # The campaign's [trial] duration is the default trial duration of every search
     # that has one (MLRsearch keeps CSIT's own defaults).
     if "trial_duration_s" in model.model_fields and "trial_duration_s" not in conv:

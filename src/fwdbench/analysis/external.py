@@ -220,14 +220,32 @@ def read_csv(path: Path | str) -> Experiment:
 
 
 def read_store(path: Path | str) -> list[Experiment]:
-    """Hook for fwdbench's own results store (not wired yet).
+    """fwdbench's own results: one experiment per scenario, from the trials its
+    searches ran (all repetitions pooled by offered load; warm-up and latency
+    trials left out)."""
+    from fwdbench.store import Store, StoreError
 
-    The store reader should yield, per scenario, its TrialResults from a sweep
-    and pass them to :func:`experiment_from_trials`.
-    """
-    raise InputFormatError(
-        f"{path}: reading fwdbench's results store is not supported by analyze yet; "
-        "export the sweep as CSV (load,repetition,tx,rx) and analyse that")
+    if not Path(path).is_file():
+        raise InputFormatError(f"{path}: cannot read: no such results file")
+    try:
+        store = Store(path)
+    except (StoreError, Exception) as e:   # sqlite3.DatabaseError: not a database
+        raise InputFormatError(f"{path}: not a fwdbench results file ({e})") from None
+    try:
+        names = {s["id"]: s["name"] for s in store.scenarios()}
+        by_scenario: dict[int, list[TrialResult]] = {sid: [] for sid in names}
+        for row in store.trials("done"):
+            if row.kind == "search" and row.result is not None:
+                by_scenario[row.scenario_id].append(row.result)
+    finally:
+        store.close()
+    for trials in by_scenario.values():         # stored in run order: sort by load
+        trials.sort(key=lambda t: t.intended_load_pps)
+    out = [experiment_from_trials(f"{path}#{names[sid]}", trials)
+           for sid, trials in by_scenario.items() if trials]
+    if not out:
+        raise InputFormatError(f"{path}: holds no finished trials to analyse")
+    return out
 
 
 def experiment_from_trials(source: str, trials: Iterable[TrialResult]) -> Experiment:

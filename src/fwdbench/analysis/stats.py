@@ -121,7 +121,8 @@ def summarize(values: Iterable[float], confidence: float = 0.95) -> Summary:
     m = float(a.mean())
     if n < 2:
         return Summary(n, m, None, None, None, None, confidence, NO_CI)
-    s = float(a.std(ddof=1))
+    # identical values have no spread; a.std() would give rounding noise (1e-17)
+    s = 0.0 if a.min() == a.max() else float(a.std(ddof=1))
     half = t_critical(n, confidence) * s / math.sqrt(n)
     return Summary(n, m, s, s / abs(m) if m != 0.0 else None, m - half, m + half, confidence)
 
@@ -139,8 +140,9 @@ def summarize_rows(rows: list[np.ndarray], confidence: float = 0.95) -> dict[str
         raise ValueError("a group has no values")
     sums = np.fromiter((r.sum() for r in rows), dtype=float, count=k)
     mean_v = sums / np.maximum(n, 1)
-    sq = np.fromiter(((r - m) @ (r - m) if r.size else 0.0 for r, m in zip(rows, mean_v)),
-                     dtype=float, count=k)
+    # identical values in a group have no spread (not the rounding noise of r - mean)
+    sq = np.fromiter(((r - m) @ (r - m) if r.size and r.min() != r.max() else 0.0
+                      for r, m in zip(rows, mean_v)), dtype=float, count=k)
     with np.errstate(invalid="ignore", divide="ignore"):
         std = np.where(n >= 2, np.sqrt(sq / np.maximum(n - 1, 1)), np.nan)
         tq = np.where(n >= 2, _st.t.ppf(1.0 - (1.0 - confidence) / 2.0, np.maximum(n - 1, 1)), np.nan)
