@@ -34,7 +34,7 @@ def version() -> None:
     line = f"fwdbench {__version__}"
     try:
         from .traffic import fwdgen
-        line += f", fwdgen {fwdgen.version()}"
+        line += f", fwdgen {fwdgen.check()['fwdgen_version']}"
     except Exception:
         line += ", fwdgen not built (run 'make native')"
     out.print(line, highlight=False)

@@ -84,7 +84,7 @@ class NetnsTestbed:
                            "run with sudo, or use testbed.type = \"sim\" for simulated DUTs")
         tb = self.campaign.file.testbed
         self.fwdgen = fwdgen
-        fwdgen.check()
+        self.fwdgen_info = fwdgen.check()
         # Probe every DUT's tools before anything is built: no discovering mid-run
         # that something is missing.
         drivers = load_drivers()
@@ -119,7 +119,7 @@ class NetnsTestbed:
 
     def describe(self) -> dict:
         d = dict(self.lab.describe())
-        d["fwdgen"] = self.fwdgen.version()
+        d["fwdgen"] = self.fwdgen_info
         if self.energy is not None:
             d["energy"] = self.energy.describe()
         return d
