@@ -134,11 +134,12 @@ class NetnsTestbed:
         lab = self.lab
         try:
             driver.setup(lab)
+            peer_macs = driver.peer_macs(lab)
 
             def execute(load_pps: float, duration_s: float, key: int,
                         latency: bool = False) -> TrialResult:
                 spec = build_spec(lab, sc.profile, sc.trial, load_pps, duration_s,
-                                  latency=latency)
+                                  peer_macs=peer_macs, latency=latency)
                 before = driver.counters()
                 pids = getattr(driver, "pids", lambda: [])()
                 self.energy.start(pids=pids)

@@ -8,16 +8,20 @@ from .units import parse_duration
 
 
 def build_spec(lab, profile: Profile, trial: TrialSettings, load_pps: float,
-               duration_s: float, *, warmup: bool = True, latency: bool = False
-               ) -> dict[str, Any]:
-    """Streams: tg0 -> tg1 (and tg1 -> tg0 for bidirectional), flows in the lab's flow nets."""
+               duration_s: float, *, peer_macs: dict[str, str] | None = None,
+               warmup: bool = True, latency: bool = False) -> dict[str, Any]:
+    """Streams: tg0 -> tg1 (and tg1 -> tg0 for bidirectional), flows in the lab's flow nets.
+
+    ``peer_macs`` (from the DUT driver) is the destination MAC per tg port: the DUT
+    port's for L3 data planes, the other tg port's for L2 modes."""
     p0, p1 = lab.ports[0], lab.ports[1]
     if profile.l3 == "ipv4":
         net0, net1 = p0.flows4, p1.flows4
     else:
         net0, net1 = p0.flows6, p1.flows6
     ports = [
-        {"ifname": p.tg.ifname, "mac": p.tg.mac, "peer_mac": p.dut.mac, "backend": trial.backend}
+        {"ifname": p.tg.ifname, "mac": p.tg.mac,
+         "peer_mac": (peer_macs or {}).get(p.tg.ifname, p.dut.mac), "backend": trial.backend}
         for p in (p0, p1)
     ]
     streams = [{"id": 0, "tx_port": 0, "rx_port": 1, "src": net0, "dst": net1,

@@ -27,6 +27,12 @@ class DutDriver(ABC):
     def check(self) -> None:
         """Raise DutError if a tool or kernel feature this DUT needs is missing."""
 
+    def peer_macs(self, lab=None) -> dict[str, str]:
+        """Destination MAC the generator writes on each tg port: the DUT port's MAC
+        (an L3 DUT); L2 modes (bridge, xconnect) override it with the other tg port's."""
+        from ..lab import PORTS
+        return {p.tg.ifname: p.dut.mac for p in PORTS}
+
     @abstractmethod
     def setup(self, lab) -> None:
         """Configure the data plane on lab.dut_ns (argv lists only)."""

@@ -1,0 +1,489 @@
+"""The ``linux`` DUT: the kernel's own data planes in the lab's DUT namespace.
+
+Modes (``params.mode``):
+
+- ``router``: IPv4 and IPv6 forwarding. ``routes`` (IPv4) and ``routes6``
+  (IPv6) set the FIB size, 1 .. 2^20 each; see ``fib_layout()``.
+- ``nat``: ``router`` plus source NAT with nftables (conntrack): packets
+  from the flow range behind tg0 leaving dut1 get dut1's address
+  (``nat = "snat"``, fixed address, or ``"masquerade"``); replies are de-NATed.
+- ``bridge``: a Linux bridge ``br0`` of dut0 + dut1; ``learning`` true
+  (MAC learning) or false (learning off, static FDB entries for tg0/tg1).
+- ``xconnect``: tc ingress + mirred redirect dut0 <-> dut1 (frames unchanged).
+
+Links, addresses, bridge and FDB are configured over netlink (pyroute2);
+the FIB in bulk with raw netlink messages (2^20 IPv4 routes in ~4.5 s); NAT with
+``nft -f -``; tc with ``tc -batch -``; all commands are argv lists run by
+the lab's Executor.
+
+In ``bridge`` and ``xconnect`` modes the generator must address frames to
+the other tg port's MAC (``peer_macs()``); in ``router`` and ``nat`` to the
+DUT port's MAC.
+"""
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import CampaignError, DutError, FwdbenchError
+from ..lab.addressing import BRIDGE_MAC, PORTS
+from ..lab.netlink import RTPROT_FWDBENCH, NetlinkError, RouteSpec, bulk_routes
+from . import register
+from .base import DutDriver
+
+MAX_ROUTES = 1 << 20
+#: routes per direction that split a flow range at most (a /17 into /32s)
+MAX_SPLIT = 1 << 15
+#: IPv4 filler prefixes (no traffic addresses them): /28s of 10.0.0.0/8, 2^20 of them
+FILLER4 = ipaddress.ip_network("10.0.0.0/8")
+FILLER4_PLEN = 28
+#: IPv6 filler prefixes: /72s of 2001:2:0:1000::/52 (inside the benchmarking /48), 2^20 of them
+FILLER6 = ipaddress.ip_network("2001:2:0:1000::/52")
+FILLER6_PLEN = 72
+NFT_TABLE = "fwdbench"
+#: nexthop object ids of the FIB: (family, port index behind which the flows live) -> id
+NHIDS = {(socket.AF_INET, 0): 2510, (socket.AF_INET, 1): 2511,
+         (socket.AF_INET6, 0): 2512, (socket.AF_INET6, 1): 2513}
+
+MODES = ("router", "nat", "bridge", "xconnect")
+#: param -> (modes it applies to, default)
+PARAMS: dict[str, tuple[tuple[str, ...], Any]] = {
+    "mode": (MODES, "router"),
+    "routes": (("router", "nat"), 2),
+    "routes6": (("router", "nat"), 2),
+    "nat": (("nat",), "snat"),
+    "learning": (("bridge",), True),
+}
+NAT_KINDS = ("snat", "masquerade")
+
+
+def _split(net: ipaddress._BaseNetwork, parts: int) -> Iterator[tuple[bytes, int]]:
+    """``net`` cut into ``parts`` (a power of two) equal prefixes."""
+    extra = parts.bit_length() - 1
+    plen = net.prefixlen + extra
+    base = int(net.network_address)
+    step = 1 << (net.max_prefixlen - plen)
+    nbytes = net.max_prefixlen // 8
+    for i in range(parts):
+        yield (base + i * step).to_bytes(nbytes, "big"), plen
+
+
+def _filler(net: ipaddress._BaseNetwork, plen: int, count: int) -> Iterator[tuple[bytes, int]]:
+    base = int(net.network_address)
+    step = 1 << (net.max_prefixlen - plen)
+    nbytes = net.max_prefixlen // 8
+    for i in range(count):
+        yield (base + i * step).to_bytes(nbytes, "big"), plen
+
+
+def fib_layout(routes: int, family: int) -> tuple[list[RouteSpec], dict[str, Any]]:
+    """The routes for a FIB of ``routes`` entries and a description of them.
+
+    - 1 route: the flow range behind tg1 via tg1 (tg0 -> tg1 traffic only).
+    - >= 2: both flow ranges (behind tg0 via tg0, behind tg1 via tg1), each
+      cut into ``split`` equal prefixes, ``split`` the largest power of two
+      with 2 * split <= routes (at most 2^15: a /17 into /32s), so flows
+      that vary the destination hit different routes;
+    - the rest (routes - 2 * split) are filler prefixes no traffic addresses,
+      all via tg1 (one next hop, as RFC 2544 setups do): IPv4 /28s from
+      10.0.0.0/8 (198.18.0.0/15 cannot hold 2^20 distinct prefixes; the DUT
+      namespace is isolated), IPv6 /72s from 2001:2:0:1000::/52.
+    Routes to the link networks are the kernel's connected routes, not counted.
+    Every route points at a nexthop object (NHIDS), so teardown removes the
+    whole FIB in-kernel by deleting those objects.
+    """
+    if not 1 <= routes <= MAX_ROUTES:
+        raise ValueError(f"routes {routes} outside 1..{MAX_ROUTES}")
+    v6 = family == socket.AF_INET6
+    p0, p1 = PORTS
+    flows0 = ipaddress.ip_network(p0.flows6 if v6 else p0.flows4)
+    flows1 = ipaddress.ip_network(p1.flows6 if v6 else p1.flows4)
+    gw0 = p0.tg.ip6 if v6 else p0.tg.ip4
+    gw1 = p1.tg.ip6 if v6 else p1.tg.ip4
+    if routes == 1:
+        split, fill = 1, 0
+        specs = [RouteSpec(family, gw1, p1.dut.ifname, _split(flows1, 1), NHIDS[family, 1])]
+    else:
+        split = 1
+        while split * 4 <= routes and split * 2 <= MAX_SPLIT:
+            split *= 2
+        fill = routes - 2 * split
+        specs = [RouteSpec(family, gw1, p1.dut.ifname, _split(flows1, split), NHIDS[family, 1]),
+                 RouteSpec(family, gw0, p0.dut.ifname, _split(flows0, split), NHIDS[family, 0])]
+    fnet, fplen = (FILLER6, FILLER6_PLEN) if v6 else (FILLER4, FILLER4_PLEN)
+    if fill:
+        specs.append(RouteSpec(family, gw1, p1.dut.ifname, _filler(fnet, fplen, fill),
+                               NHIDS[family, 1]))
+    desc = {
+        "routes": routes,
+        "flow_routes": [f"{flows1} via {gw1} split into {split} /{flows1.prefixlen + split.bit_length() - 1}"]
+        + ([f"{flows0} via {gw0} split into {split} /{flows0.prefixlen + split.bit_length() - 1}"]
+           if routes > 1 else []),
+        "filler_routes": f"{fill} x /{fplen} from {fnet} via {gw1}" if fill else "none",
+    }
+    return specs, desc
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+@register
+class LinuxDut(DutDriver):
+    """Linux kernel forwarding in the lab's DUT namespace."""
+
+    name = "linux"
+    modes = MODES
+
+    def __init__(self, params: dict[str, Any]):
+        super().__init__(self.validate(params, "params"))
+        self.lab = None
+        self._done: list[str] = []      # setup steps applied, undone in reverse
+        self._fib: dict[str, Any] = {}
+        self._nft_ruleset = ""
+
+    # --- plan time ------------------------------------------------------------
+    @classmethod
+    def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
+        if not isinstance(params, dict):
+            raise CampaignError(f"{where}: must be a table of parameters, got {params!r}")
+        mode = params.get("mode", PARAMS["mode"][1])
+        if mode not in MODES:
+            raise CampaignError(f"{where}.mode: {mode!r} is not one of {', '.join(MODES)}")
+        for key in params:
+            if key not in PARAMS:
+                raise CampaignError(f"{where}.{key}: unknown parameter of the linux DUT "
+                                    f"(allowed: {', '.join(PARAMS)})")
+            if mode not in PARAMS[key][0]:
+                raise CampaignError(f"{where}.{key}: does not apply to mode {mode!r} "
+                                    f"(only to {', '.join(PARAMS[key][0])})")
+        out = {k: params.get(k, d) for k, (ms, d) in PARAMS.items() if mode in ms}
+        for key in ("routes", "routes6"):
+            if key in out:
+                v = out[key]
+                if not _is_int(v) or not 1 <= v <= MAX_ROUTES:
+                    raise CampaignError(f"{where}.{key}: {v!r} must be an integer 1..{MAX_ROUTES} "
+                                        f"(2^20)")
+        if "nat" in out and out["nat"] not in NAT_KINDS:
+            raise CampaignError(f"{where}.nat: {out['nat']!r} is not one of {', '.join(NAT_KINDS)}")
+        if "learning" in out and not isinstance(out["learning"], bool):
+            raise CampaignError(f"{where}.learning: {out['learning']!r} must be true or false")
+        return out
+
+    def check(self) -> None:
+        import shutil
+        need = {"router": ["ip", "ethtool"], "nat": ["ip", "ethtool", "nft"],
+                "bridge": ["ip", "ethtool"], "xconnect": ["ip", "ethtool", "tc"]}[self.mode]
+        missing = [t for t in need if shutil.which(t) is None]
+        if missing:
+            raise DutError(f"linux DUT mode {self.mode}: missing tools {', '.join(missing)} "
+                           f"(apt-get install iproute2 nftables ethtool)")
+        if os.geteuid() != 0:
+            raise DutError("linux DUT: needs root (network namespaces); run with sudo")
+        kcfg = _kernel_config()
+        if kcfg:
+            bad = [o for o in KERNEL_OPTIONS[self.mode] if kcfg.get(o) not in ("y", "m")]
+            if bad:
+                raise DutError(f"linux DUT mode {self.mode}: kernel {os.uname().release} lacks "
+                               f"{', '.join(bad)} (/proc/config.gz)")
+        if self.mode == "nat":      # nft -c: the kernel evaluates the ruleset, nothing is applied
+            from ..lab import Executor
+            cp = Executor(None).run(["nft", "-c", "-f", "-"], input=self._ruleset(True), check=False)
+            if cp.returncode != 0:
+                raise DutError(f"linux DUT mode nat: nftables NAT not usable: {cp.stderr.strip()}")
+
+    @property
+    def mode(self) -> str:
+        return self.params["mode"]
+
+    def peer_macs(self, lab=None) -> dict[str, str]:
+        """Destination MAC the generator writes on each tg port for this mode."""
+        p0, p1 = PORTS
+        if self.mode in ("bridge", "xconnect"):
+            return {p0.tg.ifname: p1.tg.mac, p1.tg.ifname: p0.tg.mac}
+        return {p0.tg.ifname: p0.dut.mac, p1.tg.ifname: p1.dut.mac}
+
+    # --- setup / teardown --------------------------------------------------------
+    def setup(self, lab) -> None:
+        if self.lab is not None:
+            raise DutError("linux DUT: setup() called twice without teardown()")
+        self.lab = lab
+        try:
+            getattr(self, f"_setup_{self.mode}")()
+        except BaseException as e:      # also SIGINT/SIGTERM mid-setup: undo, then unwind
+            try:
+                self.teardown()
+            except Exception as te:     # the setup error is the one to report
+                e.add_note(f"(undoing the partial setup also failed: {te})")
+            if isinstance(e, FwdbenchError) or not isinstance(e, Exception):
+                raise
+            if isinstance(e, OSError) or type(e).__name__ == "NetlinkError":   # ours / pyroute2's
+                raise DutError(f"linux DUT mode {self.mode} in {lab.dut_ns}: {e}") from e
+            raise
+
+    def _forwarding(self, on: bool) -> None:
+        v = 1 if on else 0
+        self.lab.dut_exec.sysctl_set({"net.ipv4.ip_forward": v,
+                                      "net.ipv6.conf.all.forwarding": v})
+
+    def _setup_router(self) -> None:
+        ns = self.lab.dut_ns
+        self._forwarding(True)
+        self._done.append("forwarding")
+        self._fib = {}
+        families = [(socket.AF_INET, "routes", "ipv4")]
+        if self.lab.cfg.ipv6:
+            families.append((socket.AF_INET6, "routes6", "ipv6"))
+        self._done.append("routes")
+        nh = []
+        for fam, _k, _l in families:
+            for idx, p in enumerate(PORTS):
+                gw = p.tg.ip6 if fam == socket.AF_INET6 else p.tg.ip4
+                nh.append(f"nexthop replace id {NHIDS[fam, idx]} via {gw} dev {p.dut.ifname} "
+                          f"proto {RTPROT_FWDBENCH}")
+        self.lab.dut_exec.run(["ip", "-batch", "-"], input="\n".join(nh) + "\n")
+        for fam, key, label in families:
+            specs, desc = fib_layout(self.params[key], fam)
+            t = time.perf_counter()
+            desc["installed"] = bulk_routes(ns, specs)
+            desc["install_s"] = round(time.perf_counter() - t, 3)
+            self._fib[label] = desc
+
+    def _ruleset(self, ipv6: bool) -> str:
+        p0, p1 = PORTS
+        act4 = f"snat ip to {p1.dut.ip4}" if self.params["nat"] == "snat" else "masquerade"
+        act6 = f"snat ip6 to {p1.dut.ip6}" if self.params["nat"] == "snat" else "masquerade"
+        rules = [f'oifname "{p1.dut.ifname}" ip saddr {p0.flows4} counter {act4}']
+        if ipv6:
+            rules.append(f'oifname "{p1.dut.ifname}" ip6 saddr {p0.flows6} counter {act6}')
+        return (f"table inet {NFT_TABLE} {{\n"
+                f"  chain postrouting {{\n"
+                f"    type nat hook postrouting priority srcnat; policy accept;\n"
+                + "".join(f"    {r}\n" for r in rules)
+                + "  }\n}\n")
+
+    def _setup_nat(self) -> None:
+        self._setup_router()
+        self._nft_ruleset = self._ruleset(self.lab.cfg.ipv6)
+        self._done.append("nft")
+        self.lab.dut_exec.run(["nft", "-f", "-"], input=self._nft_ruleset)
+
+    def _setup_bridge(self) -> None:
+        ex = self.lab.dut_exec
+        self._forwarding(False)
+        self._done.append("bridge")
+        with ex.iproute() as ipr:
+            ipr.link("add", ifname="br0", kind="bridge", address=BRIDGE_MAC,
+                     br_stp_state=0, br_forward_delay=0, br_mcast_snooping=0)
+            br = ipr.link_lookup(ifname="br0")[0]
+            ex.sysctl_set({"net.ipv6.conf.br0.disable_ipv6": 1})
+            learning = 1 if self.params["learning"] else 0
+            for p in PORTS:
+                idx = ipr.link_lookup(ifname=p.dut.ifname)[0]
+                ipr.flush_addr(index=idx)
+                ipr.link("set", index=idx, master=br)
+                ipr.brport("set", index=idx, learning=learning)
+                if not learning:
+                    # static entry: NUD_NOARP, like `bridge fdb add MAC dev X master static`
+                    ipr.fdb("add", ifindex=idx, lladdr=p.tg.mac, state=0x40)
+            ipr.link("set", index=br, state="up")
+
+    def _setup_xconnect(self) -> None:
+        ex = self.lab.dut_exec
+        self._forwarding(False)
+        self._done.append("tc")
+        a, b = (p.dut.ifname for p in PORTS)
+        lines = []
+        for src, dst in ((a, b), (b, a)):
+            lines += [f"qdisc add dev {src} ingress",
+                      f"filter add dev {src} parent ffff: protocol all prio 1 u32 match u32 0 0 "
+                      f"action mirred egress redirect dev {dst}"]
+        ex.run(["tc", "-batch", "-"], input="\n".join(lines) + "\n")
+
+    def teardown(self) -> None:
+        lab, self.lab = self.lab, None
+        if lab is None:
+            return
+        errors = []
+        ex = lab.dut_exec
+        for step in reversed(self._done):
+            try:
+                if step == "forwarding":
+                    ex.sysctl_set({"net.ipv4.ip_forward": 0, "net.ipv6.conf.all.forwarding": 0})
+                elif step == "routes":
+                    self._flush_routes(lab)
+                elif step == "nft":
+                    ex.run(["nft", "delete", "table", "inet", NFT_TABLE], check=False)
+                    self._conntrack_flush(lab)
+                elif step == "bridge":
+                    with ex.iproute() as ipr:
+                        idx = ipr.link_lookup(ifname="br0")
+                        if idx:
+                            ipr.link("del", index=idx[0])
+                elif step == "tc":
+                    for p in PORTS:
+                        ex.run(["tc", "qdisc", "del", "dev", p.dut.ifname, "ingress"], check=False)
+            except Exception as e:      # keep undoing the rest
+                errors.append(f"{step}: {e}")
+        self._done = []
+        try:
+            lab.dut_baseline()
+        except Exception as e:
+            errors.append(f"baseline: {e}")
+        if errors:
+            raise DutError(f"linux DUT teardown ({self.mode}) in {lab.dut_ns}: " + "; ".join(errors))
+
+    def _flush_routes(self, lab) -> None:
+        """Remove the FIB: deleting our nexthop objects drops every route using them."""
+        ex = lab.dut_exec
+        ex.run(["ip", "-force", "-batch", "-"], check=False,
+               input="".join(f"nexthop del id {i}\n" for i in NHIDS.values()))
+        for fam in ("-4", "-6"):        # anything of ours not using them (none normally)
+            ex.run(["ip", fam, "route", "flush", "proto", str(RTPROT_FWDBENCH)], check=False)
+
+    # --- observation ---------------------------------------------------------------
+    def _conntrack_flush(self, lab) -> None:
+        """Forget NAT bindings (conntrack entries) of the DUT namespace."""
+        from pyroute2 import Conntrack
+
+        from ..lab.netlink import in_netns
+        with in_netns(lab.dut_ns):      # pyroute2 opens the socket at the first request
+            ct = Conntrack()
+            try:
+                ct.flush()
+            finally:
+                ct.close()
+
+    def counters(self) -> dict[str, int]:
+        if self.lab is None:
+            raise DutError("linux DUT: counters() before setup()")
+        out: dict[str, int] = {}
+        for ifn, c in self.lab.interface_counters("dut").items():
+            for k, v in c.items():
+                out[f"{ifn}.{k}"] = v
+        if self.mode in ("router", "nat"):
+            snmp = self.lab.dut_exec.read_proc_net("snmp")
+            out |= _snmp_fields(snmp, "Ip", {"ForwDatagrams": "ip4.forwarded",
+                                              "InNoRoutes": "ip4.no_route",
+                                              "InAddrErrors": "ip4.addr_errors",
+                                              "OutDiscards": "ip4.out_discards"})
+            if self.lab.cfg.ipv6:
+                snmp6 = self.lab.dut_exec.read_proc_net("snmp6")
+                for line in snmp6.splitlines():
+                    k, _, v = line.partition(" ")
+                    name = {"Ip6OutForwDatagrams": "ip6.forwarded",
+                            "Ip6InNoRoutes": "ip6.no_route",
+                            "Ip6InAddrErrors": "ip6.addr_errors"}.get(k)
+                    if name:
+                        out[name] = int(v.strip())
+        if self.mode == "nat":
+            cp = self.lab.dut_exec.run(["nft", "-j", "list", "table", "inet", NFT_TABLE], check=False)
+            if cp.returncode == 0:
+                pk = by = 0
+                for item in json.loads(cp.stdout).get("nftables", []):
+                    for ex in item.get("rule", {}).get("expr", []):
+                        if "counter" in ex:
+                            pk += ex["counter"]["packets"]
+                            by += ex["counter"]["bytes"]
+                out["nat.packets"] = pk
+                out["nat.bytes"] = by
+            n = self.lab.dut_exec.sysctl_get(["net.netfilter.nf_conntrack_count"])
+            if n["net.netfilter.nf_conntrack_count"] is not None:
+                out["conntrack.entries"] = int(n["net.netfilter.nf_conntrack_count"])
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        lab = self.lab
+        d: dict[str, Any] = {"dut": self.name, "mode": self.mode, "params": dict(self.params),
+                             "kernel": os.uname().release, "peer_macs": self.peer_macs()}
+        if lab is None:
+            return d
+        ex = lab.dut_exec
+        keys = ["net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding",
+                "net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter",
+                "net.ipv6.conf.all.accept_dad", "net.ipv4.fib_multipath_hash_policy"]
+        for p in PORTS:
+            keys.append(f"net.ipv4.conf.{p.dut.ifname}.rp_filter")
+        if self.mode == "nat":
+            keys += ["net.netfilter.nf_conntrack_max", "net.netfilter.nf_conntrack_buckets",
+                     "net.netfilter.nf_conntrack_udp_timeout"]
+        d["sysctls"] = ex.sysctl_get(keys)
+        from ..lab import Executor
+        d["sysctls"] |= Executor(None).sysctl_get(
+            ["net.core.netdev_budget", "net.core.netdev_budget_usecs", "net.core.dev_weight",
+             "net.core.netdev_max_backlog"])
+        offloads = {}
+        for p in PORTS:
+            cp = ex.run(["ethtool", "-k", p.dut.ifname], check=False)
+            offloads[p.dut.ifname] = _parse_ethtool_k(cp.stdout) if cp.returncode == 0 else None
+            try:
+                offloads[p.dut.ifname + ".threaded"] = ex.run(
+                    ["cat", f"/sys/class/net/{p.dut.ifname}/threaded"]).stdout.strip()
+            except FwdbenchError:
+                pass
+        d["offloads"] = offloads
+        d["tools"] = {}
+        for tool, argv in (("iproute2", ["ip", "-V"]), ("nftables", ["nft", "--version"])):
+            try:
+                d["tools"][tool] = ex.run(argv).stdout.strip()
+            except FwdbenchError:
+                d["tools"][tool] = None
+        if self.mode in ("router", "nat"):
+            d["fib"] = self._fib
+        if self.mode == "nat":
+            d["nft_ruleset"] = self._nft_ruleset
+        if self.mode == "bridge":
+            d["bridge"] = {"name": "br0", "mac": BRIDGE_MAC, "stp": False, "mcast_snooping": False,
+                           "learning": self.params["learning"],
+                           "static_fdb": {} if self.params["learning"] else
+                           {p.dut.ifname: p.tg.mac for p in PORTS}}
+        if self.mode == "xconnect":
+            d["xconnect"] = {"tc": "ingress u32 match-all, mirred egress redirect",
+                             "pairs": [f"{PORTS[0].dut.ifname}->{PORTS[1].dut.ifname}",
+                                       f"{PORTS[1].dut.ifname}->{PORTS[0].dut.ifname}"]}
+        return d
+
+
+#: kernel options each mode needs (checked when /proc/config.gz exists)
+KERNEL_OPTIONS = {
+    "router": ("CONFIG_VETH",),
+    "nat": ("CONFIG_VETH", "CONFIG_NF_TABLES", "CONFIG_NFT_NAT", "CONFIG_NF_CONNTRACK"),
+    "bridge": ("CONFIG_VETH", "CONFIG_BRIDGE"),
+    "xconnect": ("CONFIG_VETH", "CONFIG_NET_CLS_U32", "CONFIG_NET_ACT_MIRRED"),
+}
+
+
+def _kernel_config() -> dict[str, str]:
+    """``CONFIG_X -> y/m`` from /proc/config.gz; empty if the kernel does not expose it."""
+    import gzip
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            return dict(ln.strip().split("=", 1) for ln in f if ln.startswith("CONFIG_") and "=" in ln)
+    except OSError:
+        return {}
+
+
+def _snmp_fields(text: str, section: str, want: dict[str, str]) -> dict[str, int]:
+    """Pick fields of a /proc/net/snmp section (header line + value line)."""
+    lines = [ln.split() for ln in text.splitlines() if ln.startswith(section + ":")]
+    out = {}
+    if len(lines) >= 2:
+        for k, v in zip(lines[0][1:], lines[1][1:]):
+            if k in want:
+                out[want[k]] = int(v)
+    return out
+
+
+def _parse_ethtool_k(text: str) -> dict[str, str]:
+    """``ethtool -k`` output -> {feature: "on"|"off"|"off [fixed]"...}."""
+    out = {}
+    for line in text.splitlines()[1:]:
+        k, sep, v = line.strip().partition(":")
+        if sep:
+            out[k.strip()] = v.strip()
+    return out

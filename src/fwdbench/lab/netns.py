@@ -1,0 +1,332 @@
+"""The netns lab: two namespaces joined by two veth pairs (design.md).
+
+``Lab.up(LabConfig(...))`` builds it, ``lab.down()`` removes it; use it as
+a context manager. Teardown also runs at interpreter exit and on SIGTERM /
+SIGHUP (turned into SystemExit) and SIGINT (KeyboardInterrupt).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import secrets
+import signal
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..errors import LabError
+from . import cleanup
+from .addressing import FLOW_NETS, PORTS, PortPair, dut_ns, tg_ns
+from .executor import Executor
+from .netlink import link_stats
+from .tuning import IfaceTuning, napi_affinity, tune_rx
+
+#: sysctls set in both namespaces before any interface exists
+NS_SYSCTLS = {
+    "net.ipv6.conf.all.accept_dad": 0, "net.ipv6.conf.default.accept_dad": 0,
+    "net.ipv6.conf.all.accept_ra": 0, "net.ipv6.conf.default.accept_ra": 0,
+    "net.ipv6.conf.all.router_solicitations": 0, "net.ipv6.conf.default.router_solicitations": 0,
+    "net.ipv6.conf.default.addr_gen_mode": 1,      # no link-local addresses: no ND/MLD for them
+    # the few MLD reports an address add causes go out within 10 ms, not over ~1 s
+    "net.ipv6.conf.all.mldv2_unsolicited_report_interval": 10,
+    "net.ipv6.conf.default.mldv2_unsolicited_report_interval": 10,
+    "net.ipv6.conf.all.mldv1_unsolicited_report_interval": 10,
+    "net.ipv6.conf.default.mldv1_unsolicited_report_interval": 10,
+    "net.ipv4.conf.all.rp_filter": 0, "net.ipv4.conf.default.rp_filter": 0,
+    "net.ipv4.conf.all.send_redirects": 0, "net.ipv4.conf.default.send_redirects": 0,
+    "net.ipv4.conf.all.accept_redirects": 0, "net.ipv4.conf.default.accept_redirects": 0,
+    "net.ipv4.ip_forward": 0, "net.ipv6.conf.all.forwarding": 0,
+}
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    """How to build a lab. Validated on construction."""
+    run_id: str | None = None       # None: 6 random hex digits
+    gen_cpu: int = 0                # CPU of the generator and tg-side NAPI threads
+    dut_cpu: int = 1                # CPU of the DUT and dut-side NAPI threads
+    kernel_tuning: bool = True      # GRO + threaded NAPI pinned per side
+    ipv6: bool = True
+    mtu: int = 1500                 # [bytes] of every lab veth
+    napi_rt_priority: int = 0       # SCHED_FIFO priority of the NAPI threads (0: normal, CFS)
+    persistent: bool = False        # survive this process (`fwdbench lab up`); no auto teardown
+
+    def __post_init__(self):
+        if self.run_id is not None and not cleanup.RUN_ID_RE.match(self.run_id):
+            raise LabError(f"lab.run_id: {self.run_id!r} must be 1-12 lowercase letters or digits")
+        for f in ("gen_cpu", "dut_cpu"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise LabError(f"lab.{f}: {v!r} must be a CPU number >= 0")
+        if not isinstance(self.mtu, int) or not 1280 <= self.mtu <= 9000:
+            raise LabError(f"lab.mtu: {self.mtu!r} must be 1280..9000 bytes")
+        if not isinstance(self.napi_rt_priority, int) or not 0 <= self.napi_rt_priority <= 99:
+            raise LabError(f"lab.napi_rt_priority: {self.napi_rt_priority!r} must be 0 (off) .. 99")
+
+
+_LIVE: dict[str, "Lab"] = {}
+_HANDLERS_INSTALLED = False
+_LOCK = threading.Lock()
+
+
+def _raise_exit(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+def _install_teardown_hooks() -> None:
+    """atexit + SIGTERM/SIGHUP -> SystemExit (only where nobody installed a handler)."""
+    global _HANDLERS_INSTALLED
+    with _LOCK:
+        if _HANDLERS_INSTALLED:
+            return
+        _HANDLERS_INSTALLED = True
+    atexit.register(_atexit_down)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                signal.signal(sig, _raise_exit)
+        if signal.getsignal(signal.SIGINT) is signal.SIG_DFL:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _atexit_down() -> None:
+    for lab in list(_LIVE.values()):
+        if lab.owner_pid == os.getpid():
+            try:
+                lab.down()
+            except Exception as e:      # pragma: no cover - best effort at exit
+                os.write(2, f"fwdbench: lab {lab.run_id} teardown failed: {e}\n".encode())
+
+
+class Lab:
+    """A running lab. Build it with ``Lab.up(cfg)``."""
+
+    def __init__(self, cfg: LabConfig, run_id: str):
+        self.cfg = cfg
+        self.run_id = run_id
+        self.tg_ns = tg_ns(run_id)
+        self.dut_ns = dut_ns(run_id)
+        self.ports: tuple[PortPair, PortPair] = PORTS
+        self.flow_nets: dict[str, tuple[str, str]] = FLOW_NETS   # {"ip4": (tg0 side, tg1 side)}
+        self.gen_cpu = cfg.gen_cpu
+        self.dut_cpu = cfg.dut_cpu
+        self.tg_exec = Executor(self.tg_ns)
+        self.dut_exec = Executor(self.dut_ns)
+        self.owner_pid = os.getpid()
+        self.tuning: list[IfaceTuning] = []
+        self.timings: dict[str, float] = {}     # [s] per setup step
+        self._made_ns: list[str] = []           # namespaces this object created (down removes only those)
+        self._down = False
+
+    # --- lifecycle -------------------------------------------------------------
+    @classmethod
+    def up(cls, cfg: LabConfig | None = None) -> "Lab":
+        cfg = cfg or LabConfig()
+        if os.geteuid() != 0:
+            raise LabError("the netns lab needs root (network namespaces, veth): run with sudo")
+        cpus = online_cpus()
+        for f in ("gen_cpu", "dut_cpu"):
+            if getattr(cfg, f) not in cpus:
+                raise LabError(f"lab.{f}: CPU {getattr(cfg, f)} is not available "
+                               f"(usable CPUs: {', '.join(map(str, sorted(cpus)))})")
+        run_id = cfg.run_id or secrets.token_hex(3)
+        lab = cls(cfg, run_id)
+        if not cfg.persistent:
+            _install_teardown_hooks()
+        t0 = time.perf_counter()
+        state = {
+            "run_id": run_id,
+            "owner_pid": None if cfg.persistent else lab.owner_pid,
+            "owner_start": None if cfg.persistent else cleanup.proc_start_time(lab.owner_pid),
+            "persistent": cfg.persistent,
+            "created": time.time(),
+            "namespaces": [lab.tg_ns, lab.dut_ns],
+            "config": asdict(cfg) | {"run_id": run_id},
+        }
+        cleanup.write_state(state)      # before anything exists: crashes stay detectable
+        if not cfg.persistent:
+            _LIVE[run_id] = lab
+        try:
+            lab._build()
+        except BaseException:
+            lab.down()
+            raise
+        lab.timings["total"] = time.perf_counter() - t0
+        return lab
+
+    @classmethod
+    def attach(cls, run_id: str) -> "Lab":
+        """A handle on an existing lab (e.g. made by `fwdbench lab up`); does not own it."""
+        st = cleanup.read_state(run_id)
+        if st is None or st.get("corrupt"):
+            raise LabError(f"no lab with run id {run_id!r} (see `fwdbench lab status`)")
+        cfgd = dict(st.get("config") or {})
+        lab = cls(LabConfig(**cfgd), run_id)
+        lab.owner_pid = -1          # never torn down by this process's atexit
+        lab._made_ns = [lab.tg_ns, lab.dut_ns]
+        return lab
+
+    def _build(self) -> None:
+        tg, dut = self.tg_exec, self.dut_exec
+        host = Executor(None)
+        t = time.perf_counter()
+        for ns in (self.tg_ns, self.dut_ns):
+            if os.path.exists(f"/run/netns/{ns}"):
+                raise LabError(f"netns {ns} already exists but has no lab of ours; "
+                               f"remove it by hand (`ip netns del {ns}`)")
+            host.run(["ip", "netns", "add", ns])
+            self._made_ns.append(ns)
+        self.timings["netns"] = time.perf_counter() - t
+        t = time.perf_counter()
+        sysctls = dict(NS_SYSCTLS)
+        v6off = 0 if self.cfg.ipv6 else 1
+        sysctls |= {"net.ipv6.conf.all.disable_ipv6": v6off,
+                    "net.ipv6.conf.default.disable_ipv6": v6off}
+        tg.sysctl_set(sysctls)
+        dut.sysctl_set(sysctls)
+        self.timings["sysctl"] = time.perf_counter() - t
+        t = time.perf_counter()
+        lines = ["link set lo up"]
+        for p in self.ports:
+            lines.append(f"link add {p.tg.ifname} address {p.tg.mac} mtu {self.cfg.mtu} type veth "
+                         f"peer name {p.dut.ifname} address {p.dut.mac} mtu {self.cfg.mtu} "
+                         f"netns {self.dut_ns}")
+        for p in self.ports:
+            lines += self._port_lines(p.tg, p.dut)
+        tg.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n")
+        self.dut_baseline()
+        self.timings["links"] = time.perf_counter() - t
+        if self.cfg.kernel_tuning:
+            t = time.perf_counter()
+            rt = self.cfg.napi_rt_priority
+            self.tuning = tune_rx(dut, [p.dut.ifname for p in self.ports], self.dut_cpu, rt)
+            self.tuning += tune_rx(tg, [p.tg.ifname for p in self.ports], self.gen_cpu, rt)
+            self.timings["tuning"] = time.perf_counter() - t
+
+    def _port_lines(self, me, peer) -> list[str]:
+        """ip -batch lines: addresses, static neighbour of the peer, link up."""
+        out = [f"link set {me.ifname} up",
+               f"address replace {me.cidr4} dev {me.ifname}",
+               f"neigh replace {peer.ip4} lladdr {peer.mac} dev {me.ifname} nud permanent"]
+        if self.cfg.ipv6:
+            out += [f"address replace {me.cidr6} dev {me.ifname} nodad",
+                    f"neigh replace {peer.ip6} lladdr {peer.mac} dev {me.ifname} nud permanent"]
+        return out
+
+    def dut_baseline(self) -> None:
+        """(Re)apply the lab's own config of dut0/dut1: addresses, static neighbours, up.
+
+        Idempotent; DUT drivers call it in teardown to hand the lab back as built.
+        """
+        lines = ["link set lo up"]
+        for p in self.ports:
+            lines.append(f"link set {p.dut.ifname} nomaster")
+            lines += self._port_lines(p.dut, p.tg)
+        self.dut_exec.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n")
+
+    def down(self) -> None:
+        """Remove everything this lab made: processes in it, namespaces, state file.
+
+        Idempotent; signals are held off while it runs so teardown is not cut short.
+        """
+        if self._down:
+            return
+        main = threading.current_thread() is threading.main_thread()
+        sigs = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+        if main:
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+        try:
+            for ex in (self.tg_exec, self.dut_exec):
+                for proc in ex.children:
+                    if proc.poll() is None:
+                        proc.kill()
+                        try:
+                            proc.wait(timeout=3)
+                        except Exception:
+                            pass
+                ex.children.clear()
+            cleanup.remove_lab(self.run_id, list(self._made_ns))
+            self._down = True
+            _LIVE.pop(self.run_id, None)
+        finally:
+            if main:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def __enter__(self) -> "Lab":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    # --- observation -------------------------------------------------------------
+    def _ns(self, ns: str) -> str:
+        return {"tg": self.tg_ns, "dut": self.dut_ns}.get(ns, ns)
+
+    def interface_counters(self, ns: str) -> dict[str, dict[str, int]]:
+        """Cumulative counters of the lab interfaces in ``ns`` ("tg", "dut" or a name).
+
+        ``{ifname: {rx_packets, rx_bytes, rx_dropped, rx_errors, rx_otherhost_dropped,
+        rx_nohandler, tx_packets, tx_bytes, tx_dropped, tx_errors}}`` from IFLA_STATS64
+        over netlink (~1 ms). ``rx_otherhost_dropped`` counts frames whose destination
+        MAC was not the interface's (a generator writing the wrong peer MAC).
+        """
+        name = self._ns(ns)
+        if name not in (self.tg_ns, self.dut_ns):
+            raise LabError(f"{ns!r} is not a namespace of lab {self.run_id}")
+        wanted = {p.tg.ifname if name == self.tg_ns else p.dut.ifname for p in self.ports}
+        keys = ("rx_packets", "rx_bytes", "rx_dropped", "rx_errors", "rx_otherhost_dropped",
+                "rx_nohandler", "tx_packets", "tx_bytes", "tx_dropped", "tx_errors")
+        try:
+            stats = link_stats(name)
+        except OSError as e:
+            raise LabError(f"interface counters of {name}: {e}") from None
+        return {ifn: {k: st[k] for k in keys if k in st}
+                for ifn, st in stats.items() if ifn in wanted}
+
+    def describe(self) -> dict[str, Any]:
+        uname = platform.uname()
+        return {
+            "testbed": "netns",
+            "run_id": self.run_id,
+            "namespaces": {"tg": self.tg_ns, "dut": self.dut_ns},
+            "placement": {"gen_cpu": self.gen_cpu, "dut_cpu": self.dut_cpu,
+                          "cpus_online": os.cpu_count(),
+                          "cpu_model": _cpu_model(),
+                          "shared_host": True},
+            "kernel": {"release": uname.release, "version": uname.version,
+                       "machine": uname.machine},
+            "kernel_tuning": self.cfg.kernel_tuning,
+            "napi_rt_priority": self.cfg.napi_rt_priority,
+            "tuning": [t.as_dict() | {"affinity_now": napi_affinity(t)} for t in self.tuning],
+            "mtu": self.cfg.mtu,
+            "ipv6": self.cfg.ipv6,
+            "ports": [asdict(p) for p in self.ports],
+            "setup_s": dict(self.timings),
+        }
+
+
+def online_cpus() -> set[int]:
+    """CPUs the kernel has online (``/sys/devices/system/cpu/online``, e.g. "0-3,6")."""
+    try:
+        with open("/sys/devices/system/cpu/online") as f:
+            text = f.read().strip()
+        out: set[int] = set()
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            out.update(range(int(lo), int(hi or lo) + 1))
+        return out
+    except (OSError, ValueError):
+        return set(range(os.cpu_count() or 1))
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
