@@ -6,7 +6,7 @@ PYTHON      ?= /usr/bin/python3
 VENV        := .venv
 STAMP       := .stamp
 APT_PACKAGES := build-essential clang llvm libbpf-dev libxdp-dev libelf-dev zlib1g-dev \
-                pkg-config libcjson-dev iproute2 nftables ethtool tcpdump python3-venv python3-dev \
+                pkg-config libjansson-dev bpftool iproute2 nftables ethtool tcpdump python3-venv python3-dev \
                 valgrind linux-perf chromium dpdk
 
 .PHONY: all setup deps venv native demo test test-native test-python bench clean distclean

@@ -11,7 +11,8 @@ def base(**over):
         "testbed": {"type": "sim", "max_load": "2Mpps"},
         "dut": [{"name": "a", "type": "sim", "params": {"model": "ideal", "capacity_pps": 1e6}},
                 {"name": "b", "type": "sim", "params": {"model": "trashing", "capacity_pps": 5e5}}],
-        "profile": [{"name": "p64", "frame_size": 64}, {"name": "p6", "l3": "ipv6"}],
+        "profile": [{"name": "p64", "frame_size": 64}, {"name": "p6", "l3": "ipv6",
+                                                         "frame_size": 86}],
         "search": {"type": "sweep", "loads": ["10%", "1Mpps", 250000]},
     }
     for k, v in over.items():
@@ -34,7 +35,7 @@ def test_default_matrix_is_every_dut_times_every_profile():
 
 
 def test_axes_on_any_parameter_expand_as_cartesian_product():
-    raw = base(matrix={"dut": ["a"], "profile.frame_size": [64, 512, 1518],
+    raw = base(matrix={"dut": ["a"], "profile.frame_size": [128, 512, 1518],
                        "dut.params.capacity_pps": [1e5, 2e5]},
                search={"type": "sweep", "loads": ["10%", "50%"]})
     c = build_campaign(raw, "c.toml")
@@ -60,6 +61,9 @@ def test_load_above_line_rate_names_scenario_and_field():
     (lambda c: c["profile"][0].update(frame_size=40), ["profile[0].frame_size", "64..9000"]),
     (lambda c: c["profile"][1].update(l3="ipx"), ["profile[1].l3", "'ipx'", "ipv4"]),
     (lambda c: c["profile"][0].update(vary=["ttl"]), ["profile[0].vary", "src_ip"]),
+    (lambda c: c["profile"][1].update(frame_size=64), ["profile[1]", "82 B"]),
+    (lambda c: c.update(matrix={"profile.frame_size": [64]}),
+     ["profile=p6", "profile.frame_size", "82 B"]),
     (lambda c: c.update(matrix={"profile.frame_size": []}), ["matrix.profile.frame_size", "empty"]),
     (lambda c: c.update(matrix={"colour": [1]}), ["matrix.colour", "unknown axis"]),
     (lambda c: c.update(matrix={"dut": ["zz"]}), ["matrix.dut[0]", "'zz'", "a, b"]),
@@ -123,11 +127,11 @@ def test_examples_all_validate():
 
 
 def test_matrix_exclude_drops_matching_points():
-    raw = base(matrix={"profile.frame_size": [64, 512],
+    raw = base(matrix={"profile.frame_size": [128, 512],
                        "exclude": [{"dut": "b", "profile": "p6"}, {"profile.frame_size": 512,
                                                                    "dut": "a"}]})
     c = build_campaign(raw, "c.toml")
     pts = {(s.dut.name, s.profile.name, s.profile.frame_size) for s in c.scenarios}
-    assert pts == {("a", "p64", 64), ("a", "p6", 64), ("b", "p64", 64), ("b", "p64", 512)}
+    assert pts == {("a", "p64", 128), ("a", "p6", 128), ("b", "p64", 128), ("b", "p64", 512)}
     raw = base(matrix={"exclude": [{"colour": 1}]})
     assert "matrix.exclude[0].colour" in err(raw)

@@ -15,7 +15,8 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 from .errors import CampaignError
 from .units import UnitError, line_rate_pps, parse_bitrate, parse_duration, parse_load
@@ -99,6 +100,13 @@ class Profile(Strict):
         if isinstance(v, int) and not 64 <= v <= 9000:
             raise ValueError(f"{v} is outside 64..9000 bytes (sizes include the 4 B FCS)")
         return v
+
+    @model_validator(mode="after")
+    def _ipv6_min(self) -> "Profile":
+        if self.l3 == "ipv6" and isinstance(self.frame_size, int) and self.frame_size < 82:
+            raise ValueError(f"frame_size: {self.frame_size} is below 82 B, the smallest IPv6 "
+                             "UDP frame that holds fwdgen's 16 B signature (incl. FCS)")
+        return self
 
     @field_validator("vary")
     @classmethod
@@ -317,10 +325,16 @@ def expand(cf: CampaignFile, path: str) -> list[Scenario]:
         # validate every part of the point
         try:
             profile = Profile.model_validate(prof)
+        except ValidationError as e:
+            raise _pydantic_msg(tag, e, prefix="profile") from None
+        try:
             trial_s = TrialSettings.model_validate(trial)
+        except ValidationError as e:
+            raise _pydantic_msg(tag, e, prefix="trial") from None
+        try:
             dspec = DutSpec.model_validate(dut)
         except ValidationError as e:
-            raise _pydantic_msg(tag, e) from None
+            raise _pydantic_msg(tag, e, prefix="dut") from None
         if dspec.type not in drivers:
             raise CampaignError(f"{tag}: dut.type: {dspec.type!r} is not a DUT driver "
                                 f"({', '.join(sorted(drivers))})")
