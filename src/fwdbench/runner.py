@@ -180,6 +180,10 @@ def run_campaign(campaign: Campaign, store: Store, *, progress: Progress,
     with sigterm_as_interrupt(), ExitStack() as stack:
         backend = stack.enter_context(testbed_for(campaign))
         lab_desc = backend.describe()
+        # Where the traffic ran (CPU placement, tuning, generator) is part of the host facts;
+        # a resumed run records its own testbed under its start time.
+        key = "testbed" if not resume else f"testbed_resumed_{int(time.time())}"
+        store.update_host({key: lab_desc})
         by_scenario: dict[int, list[int]] = {}
         for sc, r in todo:
             by_scenario.setdefault(sc.idx, []).append(r)

@@ -130,6 +130,17 @@ class Store:
                  tool_version, time.time()))
             return int(cur.lastrowid)
 
+    def update_host(self, facts: dict) -> None:
+        """Merge testbed facts (placement, tuning, generator version) into the campaign's."""
+        c = self.campaign()
+        if c is None:
+            raise StoreError(f"{self.path} holds no campaign")
+        host = dict(c["host"])
+        host.update(facts)
+        with self.tx():
+            self.db.execute("UPDATE campaign SET host_json=? WHERE id=?",
+                            (json.dumps(host, default=str), c["id"]))
+
     def add_scenario(self, campaign_id: int, idx: int, name: str, dut_name: str,
                      dut_type: str, dut_params: dict, profile: dict, search: dict,
                      axes: dict, max_load_pps: float) -> int:
