@@ -94,7 +94,8 @@ class NetnsTestbed:
                 seen.add(sc.dut.name)
                 drivers[sc.dut.type](sc.dut.params).check()
         self.lab = Lab.up(LabConfig(gen_cpu=tb.gen_cpu, dut_cpu=tb.dut_cpu,
-                                    kernel_tuning=tb.kernel_tuning))
+                                    kernel_tuning=tb.kernel_tuning,
+                                    napi_rt_priority=tb.napi_rt_priority))
         try:
             self.energy = self._energy_session()
         except BaseException:
