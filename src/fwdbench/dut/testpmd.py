@@ -1,0 +1,761 @@
+"""`dut = "testpmd"`: DPDK's testpmd forwarding between the two DUT ports.
+
+testpmd (Debian ``dpdk-dev``) runs in the DUT namespace on ``net_af_xdp``
+vdevs bound to dut0/dut1 (``net_af_packet`` as fallback), pinned to the DUT
+CPU with its main lcore, in interactive mode: the driver talks to it through
+its stdin/stdout (``start``, ``show port stats all``, ``show fwd stats all``,
+``quit``). Forward modes: ``io`` (frames unchanged) and ``mac`` (source MAC
+= egress port, destination MAC = the generator port behind it).
+
+Memory: hugepages when a hugetlbfs with enough free pages is mounted or they
+can be reserved for the run (vm.nr_hugepages raised by what is missing, a
+private hugetlbfs mount; both undone in teardown, or by the next run after a
+crash), otherwise ``--no-huge`` with a small mbuf pool
+(--total-num-mbufs=32768 -m 1024).
+
+Counters (cumulative): ``port<N>.<rx_packets|rx_missed|rx_bytes|rx_errors|
+rx_nombuf|tx_packets|tx_errors|tx_bytes>`` (ethdev; rx_missed is the AF_XDP
+socket's ring overflow), ``port<N>.fwd.<rx|tx>_<packets|dropped|total>`` and
+``fwd.*`` (testpmd's forwarding stats). ``pids()`` is testpmd's pid.
+net_af_xdp takes one queue per veth port (a veth has no combined channels);
+more queues use net_af_packet.
+
+Cleanup (teardown, also after a failed start): quit testpmd (EOF on its
+stdin makes it quit too, so it does not outlive a crashed driver), then
+remove /var/run/dpdk/<file-prefix>, its hugepage files, undo promiscuous mode
+and queue (channel) changes on the ports, and detach an AF_XDP program left
+behind.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import threading
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..errors import CampaignError, DutError
+from . import register
+from .base import DutDriver
+
+TESTPMD = "dpdk-testpmd"
+PROMPT = "testpmd> "
+PMD_GLOBS = ("/usr/lib/*/dpdk/pmds-*/librte_net_{name}.so*", "/usr/lib/dpdk/pmds-*/librte_net_{name}.so*",
+             "/usr/local/lib*/dpdk/pmds-*/librte_net_{name}.so*",
+             "/usr/lib/*/librte_net_{name}.so*")
+RUN_DIR = "/var/run/dpdk"
+PREFIX_STEM = "fwdbench-"  # every --file-prefix this driver uses starts with it
+NO_HUGE_MBUFS = 32768
+MAX_BURST = 512  # testpmd's MAX_PKT_BURST
+
+
+class TestpmdParams(BaseModel):
+    """Parameters of `dut.type = "testpmd"` (campaign ``dut.params``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    mode: Literal["io", "mac"] = Field(
+        "mac", description="testpmd forward mode: io (unchanged) or mac (MAC rewrite)")
+    pmd: Literal["auto", "af_xdp", "af_packet"] = Field(
+        "auto", description="port driver: af_xdp, af_packet, or auto (af_xdp, else af_packet)")
+    cores: int = Field(1, ge=1, le=64, description="forwarding lcores (each on a DUT CPU)")
+    queues: int = Field(1, ge=1, le=64, description="RX and TX queues per port")
+    burst: int = Field(32, ge=1, le=MAX_BURST, description="packets per RX/TX burst [packets]")
+    hugepages: Literal["auto", "reserve", "off"] = Field(
+        "auto", description="auto: free mounted hugepages, else reserve them for the run "
+                            "(vm.nr_hugepages), else --no-huge; reserve: hugepages or fail; "
+                            "off: --no-huge")
+    memory_mb: int = Field(1024, ge=64, le=65536, description="EAL memory (-m) [MiB]")
+    mbufs: int = Field(NO_HUGE_MBUFS, ge=2048, le=1 << 22,
+                       description="mbuf pool size (--total-num-mbufs) [mbufs]")
+    af_xdp_busy_budget: int | None = Field(
+        None, ge=0, le=1024,
+        description="net_af_xdp busy_budget (0 disables preferred busy polling) [packets]")
+
+    @model_validator(mode="after")
+    def _fits(self) -> "TestpmdParams":
+        if self.cores > 2 * self.queues:
+            raise ValueError(f"cores: {self.cores} forwarding cores need at least "
+                             f"{(self.cores + 1) // 2} queues per port (2 ports x queues "
+                             f"streams); queues is {self.queues}")
+        if self.mbufs * 2.5 / 1024 > self.memory_mb:  # ~2.2 KiB per mbuf plus caches
+            raise ValueError(f"mbufs: {self.mbufs} mbufs do not fit in memory_mb = "
+                             f"{self.memory_mb} MiB (about 2.5 KiB each)")
+        return self
+
+
+def pmd_available(name: str) -> bool:
+    for pattern in PMD_GLOBS:
+        if glob.glob(pattern.format(name=name)):
+            return True
+    return False
+
+
+def sweep_stale_runtime_dirs(run_dir: str = RUN_DIR) -> list[str]:
+    """Remove /var/run/dpdk/fwdbench-* left by crashed runs (host-local).
+
+    A live DPDK primary process holds a write lock on <dir>/config; a dir
+    whose lock can be taken belongs to no running process.
+    """
+    import fcntl
+    removed = []
+    for d in sorted(glob.glob(os.path.join(run_dir, PREFIX_STEM + "*"))):
+        cfg = os.path.join(d, "config")
+        try:
+            fd = os.open(cfg, os.O_RDWR)
+        except FileNotFoundError:
+            fd = None
+            try:  # no config yet: maybe a process starting right now
+                if time.time() - os.stat(d).st_mtime < 120:
+                    continue
+            except OSError:
+                continue
+        except OSError:
+            continue
+        try:
+            if fd is not None:
+                try:
+                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # in use
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(os.path.basename(d))
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
+
+
+def dpdk_version() -> str:
+    """Version of the installed DPDK runtime (dpkg), '' if unknown."""
+    try:
+        r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "dpdk-dev"],
+                           capture_output=True, text=True, timeout=10)
+        return r.stdout.strip() if r.returncode == 0 else ""
+    except OSError:
+        return ""
+
+
+# ---- parsing testpmd's output (tested on recorded output) ------------------------
+
+_NIC_BLOCK = re.compile(r"NIC statistics for port (\d+)\s*#+\s*\n(.*?)\n\s*#{20,}", re.S)
+_FWD_BLOCK = re.compile(r"Forward statistics for port (\d+)\s*-+\s*\n(.*?)\n\s*-{20,}", re.S)
+_ACC_BLOCK = re.compile(r"Accumulated forward statistics for all ports\+*\s*\n(.*?)\n\s*\+{20,}",
+                        re.S)
+_PAIR = re.compile(r"([A-Za-z][A-Za-z-]*):\s*(\d+)")
+
+
+def _pairs(text: str) -> dict[str, int]:
+    out = {}
+    for key, val in _PAIR.findall(text):
+        k = key.lower().replace("-", "_")
+        if k.endswith("pps") or k.endswith("bps"):
+            continue  # "Throughput (since last show)" is a rate, not a counter
+        out[k] = int(val)
+    return out
+
+
+def parse_port_stats(text: str) -> dict[str, int]:
+    """`show port stats all` -> {"port0.rx_packets": n, "port0.rx_missed": n, ...}."""
+    out = {}
+    for port, body in _NIC_BLOCK.findall(text):
+        body = body.split("Throughput")[0]
+        for k, v in _pairs(body).items():
+            out[f"port{port}.{k}"] = v
+    return out
+
+
+def parse_fwd_stats(text: str) -> dict[str, int]:
+    """`show fwd stats all` -> {"port0.fwd.rx_packets": n, ..., "fwd.tx_dropped": n}."""
+    out = {}
+    for port, body in _FWD_BLOCK.findall(text):
+        for k, v in _pairs(body).items():
+            out[f"port{port}.fwd.{k}"] = v
+    m = _ACC_BLOCK.search(text)
+    if m:
+        for k, v in _pairs(m.group(1)).items():
+            out[f"fwd.{k}"] = v
+    return out
+
+
+def stats_complete(text: str) -> bool:
+    """Both command outputs fully arrived (the accumulated block is last)."""
+    return _ACC_BLOCK.search(text) is not None
+
+
+# ---- the driver ------------------------------------------------------------------
+
+
+class _Console:
+    """testpmd's stdin/stdout: a reader thread collects output; `expect` waits."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.buf = ""
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._read, name="testpmd-console", daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        fd = self.proc.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            with self.cond:
+                if not chunk:
+                    self.cond.notify_all()
+                    return
+                self.buf += chunk.decode(errors="replace")
+                if len(self.buf) > (4 << 20):  # keep memory bounded on long runs
+                    self.buf = self.buf[-(1 << 20):]
+                self.cond.notify_all()
+
+    def mark(self) -> int:
+        with self.cond:
+            return len(self.buf)
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def expect(self, pred, since: int, timeout: float) -> str | None:
+        """Wait until pred(text since `since`) holds; the text, or None on timeout/exit."""
+        end = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                text = self.buf[since:]
+                if pred(text):
+                    return text
+                left = end - time.monotonic()
+                if left <= 0 or (not self.thread.is_alive()):
+                    return None
+                self.cond.wait(min(left, 0.2))
+
+    def tail(self, n: int = 25) -> str:
+        with self.cond:
+            lines = [ln for ln in self.buf.splitlines()
+                     if not ln.startswith(("libbpf: elf: skipping", "  RX threshold",
+                                           "  TX threshold"))]
+        return "\n".join(lines[-n:])
+
+
+@register
+class DpdkTestpmdDut(DutDriver):
+    name = "testpmd"
+    modes = ("io", "mac")
+
+    def __init__(self, params: dict[str, Any]):
+        super().__init__(params)
+        self.p = TestpmdParams.model_validate(params)
+        self._exec = None
+        self._lab = None
+        self._proc: subprocess.Popen | None = None
+        self._console: _Console | None = None
+        self._lock = threading.Lock()
+        self._prefix = ""
+        self._ifaces: list[str] = []
+        self._promisc_before: dict[str, bool] = {}
+        self._channels_before: dict[str, int] = {}
+        self._huge: dict[str, Any] = {}
+        self._pmd_used = ""
+        self._argv: list[str] = []
+        self._cpus: list[int] = []
+        self._warnings: list[str] = []
+        self._version = ""
+        self._peer_macs: dict[str, str] = {}
+        self._memory: dict[str, Any] = {}
+
+    # ---- plan time ------------------------------------------------------------
+
+    @classmethod
+    def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
+        from .xdp import params_error
+        if not isinstance(params, dict):
+            raise CampaignError(f"{where}: must be a table of parameters, got {params!r}")
+        try:
+            p = TestpmdParams.model_validate(params)
+        except ValidationError as e:
+            raise params_error(e, where) from None
+        # a veth has as many queues as the host has CPUs (its default maximum)
+        ncpu = os.cpu_count() or 1
+        if p.queues > ncpu:
+            raise CampaignError(f"{where}.queues: {p.queues} queues is more than the "
+                                f"lab's veth ports have ({ncpu}, one per CPU); allowed 1..{ncpu}")
+        if p.cores > max(1, ncpu - 1):
+            raise CampaignError(f"{where}.cores: {p.cores} forwarding cores do not fit "
+                                f"beside the generator on {ncpu} CPUs; allowed 1..{max(1, ncpu - 1)}")
+        if p.pmd == "af_xdp" and p.queues > 1:
+            raise CampaignError(f"{where}.queues: net_af_xdp takes one queue per port on a veth "
+                                f"(a veth has no combined channels); use queues = 1, or "
+                                f"pmd = \"af_packet\" (or \"auto\") for {p.queues} queues")
+        if p.pmd != "auto" and not pmd_available(p.pmd):
+            raise CampaignError(f"{where}.pmd: DPDK's net_{p.pmd} driver is not "
+                                f"installed (Debian: librte-net-{p.pmd.replace('_', '-')}23)")
+        return p.model_dump(mode="json")
+
+    def peer_macs(self, lab=None) -> dict[str, str]:
+        """Destination MAC the generator writes on each tg port for this mode."""
+        lab = lab or self._lab
+        if lab is None:
+            from ..lab import PORTS as ports
+        else:
+            ports = list(lab.ports)[:2]
+        if self.p.mode == "io":  # frames arrive unchanged at the other tg port
+            return {ports[0].tg_ifname: ports[1].tg_mac, ports[1].tg_ifname: ports[0].tg_mac}
+        return {p.tg_ifname: p.dut_mac for p in ports}
+
+    def check(self) -> None:
+        if not shutil.which(TESTPMD):
+            raise DutError(f"testpmd: {TESTPMD} not found; install Debian's dpdk-dev "
+                           f"(apt-get install --no-install-recommends dpdk-dev)")
+        if not (pmd_available("af_xdp") or pmd_available("af_packet")):
+            raise DutError("testpmd: neither net_af_xdp nor net_af_packet is installed "
+                           "(Debian: librte-net-af-xdp23, librte-net-af-packet23)")
+        for tool in ("taskset", "stdbuf", "ethtool"):
+            if not shutil.which(tool):
+                raise DutError(f"testpmd: {tool} not found (coreutils, util-linux, ethtool)")
+
+    # ---- lifecycle ------------------------------------------------------------
+
+    def setup(self, lab) -> None:
+        if self._exec is not None:
+            raise DutError("testpmd: setup() called twice without teardown()")
+        self._exec = lab.dut_exec
+        self._lab = lab
+        self._peer_macs = self.peer_macs(lab)
+        ports = list(lab.ports)[:2]
+        if len(ports) != 2:
+            raise DutError(f"testpmd: the lab has {len(ports)} ports, testpmd needs 2")
+        self._ifaces = [_get(p, "dut_ifname") for p in ports]
+        tg_macs = [_get(p, "tg_mac") for p in ports]
+        dut_cpus = list(getattr(lab, "dut_cpus", None) or [lab.dut_cpu])
+        if self.p.cores > len(dut_cpus):
+            raise DutError(f"testpmd: cores = {self.p.cores} but the lab gives the DUT "
+                           f"{len(dut_cpus)} CPU(s) ({dut_cpus}); lower cores")
+        self._cpus = dut_cpus[:self.p.cores]
+        self._prefix = f"{PREFIX_STEM}{secrets.token_hex(4)}"
+        self._version = dpdk_version()
+        swept = sweep_stale_runtime_dirs() + sweep_stale_hugepages()
+        if swept:
+            self._warnings.append(f"removed runtime dirs of crashed runs: {', '.join(swept)}")
+        try:
+            self._save_port_state()
+            self._set_queues()
+            pmds = ["af_xdp", "af_packet"] if self.p.pmd == "auto" else [self.p.pmd]
+            if self.p.pmd == "auto" and self.p.queues > 1:
+                pmds = ["af_packet"]  # net_af_xdp: one queue per port on a veth
+                self._warnings.append(f"queues = {self.p.queues}: net_af_packet (net_af_xdp "
+                                      f"takes one queue per veth port)")
+            pmds = [x for x in pmds if pmd_available(x)] or pmds
+            self._prepare_memory()
+            self._memory = {"hugepages": bool(self._huge.get("dir")),
+                            "huge_dir": self._huge.get("dir"),
+                            "reserved_pages": int(self._huge.get("state", {}).get("added", 0)),
+                            "memory_mb": self.p.memory_mb, "mbufs": self.p.mbufs}
+            for pmd in pmds:
+                try:
+                    self._start(pmd, tg_macs)
+                    self._pmd_used = pmd
+                    break
+                except DutError as e:
+                    last_error = str(e)
+                    self._stop_process()
+                    self._cleanup_files()
+                    self._restore_ports(promisc_only=True)
+                    if pmd != pmds[-1]:
+                        self._warnings.append(f"net_{pmd} failed, fell back: {last_error[:200]}")
+            else:
+                raise DutError(last_error)
+        except BaseException:
+            self.teardown()
+            raise
+
+    def counters(self) -> dict[str, int]:
+        """Cumulative ethdev port stats and testpmd forwarding stats."""
+        if self._console is None:
+            raise DutError("testpmd: counters() before setup() (or testpmd is gone)")
+        with self._lock:
+            since = self._console.mark()
+            self._console.send("show port stats all")
+            self._console.send("show fwd stats all")
+            text = self._console.expect(stats_complete, since, timeout=10)
+        if text is None:
+            raise DutError(f"testpmd: no statistics within 10 s (alive: "
+                           f"{self._proc is not None and self._proc.poll() is None}); "
+                           f"last output:\n{self._console.tail()}")
+        out = parse_port_stats(text)
+        out.update(parse_fwd_stats(text))
+        return out
+
+    def pids(self) -> list[int]:
+        """Processes whose CPU time is the DUT's (for the energy meters)."""
+        return [self._proc.pid] if self._proc is not None and self._proc.poll() is None else []
+
+    def teardown(self) -> None:
+        if self._exec is None:
+            return
+        errors: list[str] = []
+        try:
+            self._stop_process()
+        except Exception as e:  # keep cleaning up
+            errors.append(str(e))
+        self._cleanup_files()
+        self._detach_leftover_xdp()
+        self._restore_ports()
+        self._release_memory()
+        self._exec = None
+        self._lab = None
+        if errors:
+            raise DutError("; ".join(errors))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "dut": "testpmd",
+            **self.p.model_dump(mode="json"),
+            "pmd_used": self._pmd_used,
+            "dpdk": self._version,
+            "cpus": self._cpus,
+            "memory": self._memory,
+            "file_prefix": self._prefix,
+            "argv": self._argv,
+            "peer_macs": self._peer_macs,
+            "warnings": list(self._warnings),
+        }
+
+    # ---- start / stop ---------------------------------------------------------
+
+    def _vdev(self, pmd: str, i: int, ifname: str) -> str:
+        if pmd == "af_xdp":
+            args = [f"net_af_xdp{i}", f"iface={ifname}", "start_queue=0",
+                    f"queue_count={self.p.queues}"]
+            if self.p.af_xdp_busy_budget is not None:
+                args.append(f"busy_budget={self.p.af_xdp_busy_budget}")
+        else:
+            args = [f"net_af_packet{i}", f"iface={ifname}", f"qpairs={self.p.queues}"]
+        return ",".join(args)
+
+    def _start(self, pmd: str, tg_macs: list[str | None]) -> None:
+        cpus = self._cpus
+        main_cpu = cpus[0]  # the main lcore only reads stdin: it shares the first DUT CPU
+        lcores = ",".join([f"0@{main_cpu}"] + [f"{i + 1}@{c}" for i, c in enumerate(cpus)])
+        eal = ["--lcores", lcores, "--file-prefix", self._prefix, "--no-pci",
+               "--log-level", "lib.eal:notice"]
+        for i, ifname in enumerate(self._ifaces):
+            eal += ["--vdev", self._vdev(pmd, i, ifname)]
+        if self._huge.get("dir"):
+            eal += ["--huge-dir", self._huge["dir"], "--huge-unlink", "-m", str(self.p.memory_mb)]
+        else:
+            eal += ["--no-huge", "-m", str(self.p.memory_mb)]
+        app = ["-i", f"--forward-mode={self.p.mode}", f"--nb-cores={self.p.cores}",
+               f"--rxq={self.p.queues}", f"--txq={self.p.queues}", f"--burst={self.p.burst}",
+               f"--total-num-mbufs={self.p.mbufs}"]
+        for i, mac in enumerate(tg_macs):
+            if mac:
+                app.append(f"--eth-peer={i},{mac}")
+        # SIGPIPE ignored: if the driver dies, testpmd sees EOF / EPIPE and quits
+        # cleanly (closing its ports detaches the AF_XDP program) instead of dying
+        self._argv = ["env", "--ignore-signal=PIPE", "taskset", "-c", ",".join(str(c) for c in sorted(set(cpus))),
+                      "stdbuf", "-oL", "-eL", TESTPMD, *eal, "--", *app]
+        self._proc = self._exec.popen(self._argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT)
+        self._console = _Console(self._proc)
+        since = 0
+        text = self._console.expect(lambda t: PROMPT in t, since, timeout=60)
+        if text is None or self._proc.poll() is not None:
+            raise DutError(f"testpmd did not start with net_{pmd} "
+                           f"(exit {self._proc.poll()}):\n{self._console.tail()}")
+        if re.search(r"Fail to configure port|No probed ethernet devices|Cannot init|"
+                     r"failed to create|Fail to start port", text):
+            raise DutError(f"testpmd: net_{pmd} ports failed:\n{self._console.tail()}")
+        since = self._console.mark()
+        self._console.send("start")
+        started = self._console.expect(
+            lambda t: re.search(r"packet forwarding - ports=\d+", t) is not None
+            and t.rstrip().endswith(PROMPT.rstrip()) or "Fail" in t, since, timeout=20)
+        if started is None or "Fail" in started:
+            raise DutError(f"testpmd: 'start' failed with net_{pmd}:\n{self._console.tail()}")
+
+    def _stop_process(self) -> None:
+        proc, self._proc = self._proc, None
+        console, self._console = self._console, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                proc.stdin.write(b"stop\nquit\n")
+                proc.stdin.flush()
+            except (OSError, ValueError):
+                pass
+        try:
+            proc.stdin.close()  # EOF: testpmd quits even if it missed "quit"
+        except (OSError, ValueError):
+            pass
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+        if console is not None:
+            console.thread.join(timeout=2)
+        if proc.stdout:
+            proc.stdout.close()
+
+    # ---- host state -----------------------------------------------------------
+
+    def _save_port_state(self) -> None:
+        import json
+        r = self._exec.run(["ip", "-j", "link", "show"], timeout=10, check=False)
+        for link in json.loads(_text(r.stdout) or "[]"):
+            if link.get("ifname") in self._ifaces:
+                self._promisc_before[link["ifname"]] = "PROMISC" in link.get("flags", [])
+
+    def _set_queues(self) -> None:
+        """Enable as many veth queues (channels) as asked; undone in teardown."""
+        for ifname in self._ifaces:
+            r = self._exec.run(["ethtool", "-l", ifname], timeout=10, check=False)
+            cur = _channels(_text(r.stdout))
+            if cur is None:
+                if self.p.queues > 1:
+                    raise DutError(f"testpmd: cannot read the queues of {ifname} (ethtool -l)")
+                continue
+            max_rx, cur_rx = cur
+            if self.p.queues > max_rx:
+                raise DutError(f"testpmd: queues = {self.p.queues} but {ifname} has at most "
+                               f"{max_rx}; lower queues")
+            if self.p.queues != cur_rx:
+                w = self._exec.run(["ethtool", "-L", ifname, "rx", str(self.p.queues), "tx",
+                                    str(self.p.queues)], timeout=10, check=False)
+                if w.returncode != 0:
+                    raise DutError(f"testpmd: ethtool -L {ifname} rx/tx {self.p.queues}: "
+                                   f"{_text(w.stderr).strip()}")
+                self._channels_before[ifname] = cur_rx
+
+    def _restore_ports(self, promisc_only: bool = False) -> None:
+        for ifname, was in self._promisc_before.items():
+            if not was:
+                self._exec.run(["ip", "link", "set", "dev", ifname, "promisc", "off"],
+                               timeout=10, check=False)
+        if promisc_only:
+            return
+        for ifname, n in self._channels_before.items():
+            self._exec.run(["ethtool", "-L", ifname, "rx", str(n), "tx", str(n)], timeout=10,
+                           check=False)
+        self._channels_before = {}
+        self._promisc_before = {}
+
+    def _detach_leftover_xdp(self) -> None:
+        """net_af_xdp detaches its program on close; after a crash it may remain."""
+        import json
+        r = self._exec.run(["ip", "-j", "-d", "link", "show"], timeout=10, check=False)
+        for link in json.loads(_text(r.stdout) or "[]"):
+            if link.get("ifname") not in self._ifaces or not link.get("xdp"):
+                continue
+            prog = (link["xdp"].get("prog") or {}).get("name", "")
+            if prog.startswith("xsk_def_prog") or prog.startswith("xdp_dispatcher"):
+                for m in ("xdp", "xdpgeneric"):
+                    self._exec.run(["ip", "link", "set", "dev", link["ifname"], m, "off"],
+                                   timeout=10, check=False)
+
+    def _cleanup_files(self) -> None:
+        if not self._prefix:
+            return
+        run_dir = f"{RUN_DIR}/{self._prefix}"
+        self._exec.run(["rm", "-rf", "--", run_dir], timeout=10, check=False)
+        hdir = self._huge.get("dir")
+        if hdir:  # --huge-unlink leaves none; a crash before unlinking might
+            self._exec.run(["find", hdir, "-maxdepth", "1", "-name", f"{self._prefix}map_*",
+                            "-delete"], timeout=10, check=False)
+
+    # Hugepages are host-wide: inspected and reserved in this (root) namespace.
+    def _prepare_memory(self) -> None:
+        """Hugepages for -m memory_mb: free ones on a mounted hugetlbfs, or reserved
+        for this run (vm.nr_hugepages + a private mount, undone in teardown), or
+        --no-huge ("auto" falls back, "reserve" insists)."""
+        self._huge = {}
+        if self.p.hugepages == "off":
+            return
+        size_kb, free = _hugepage_meminfo()
+        if not size_kb:
+            return self._no_huge("the kernel has no hugepages")
+        need = -(-self.p.memory_mb * 1024 // size_kb)
+        mount = _hugetlbfs_mount(size_kb)
+        if mount and free >= need:
+            self._huge = {"dir": mount}
+            return
+        try:
+            self._huge = reserve_hugepages(self._prefix, need, size_kb)
+        except OSError as e:
+            if self.p.hugepages == "reserve":
+                raise DutError(f"testpmd: cannot reserve {need} hugepages of {size_kb} KiB: {e} "
+                               f"(use hugepages = \"auto\" to fall back to --no-huge)") from None
+            self._no_huge(f"cannot reserve {need} x {size_kb} KiB ({e})")
+
+    def _no_huge(self, why: str) -> None:
+        self._warnings.append(f"hugepages: {why}; using --no-huge")
+
+    def _release_memory(self) -> None:
+        h, self._huge = self._huge, {}
+        if "state" in h:
+            release_hugepages(h["state"])
+
+
+HUGE_ROOT = "/run/fwdbench-dpdk"  # <prefix>/: private hugetlbfs mounts; <prefix>.json: state
+
+
+def reserve_hugepages(prefix: str, need: int, size_kb: int) -> dict[str, Any]:
+    """Add hugepages until ``need`` are free, mount a private hugetlbfs for them.
+
+    Records what it did in HUGE_ROOT/<prefix>.json (owner pid and start time,
+    pages added) so a crashed run's reservation is undone by the next one.
+    """
+    import json
+    nr_path = "/proc/sys/vm/nr_hugepages"
+    os.makedirs(HUGE_ROOT, exist_ok=True)
+    state = {"prefix": prefix, "owner_pid": os.getpid(), "owner_start": _proc_start(os.getpid()),
+             "added": 0, "mount": os.path.join(HUGE_ROOT, prefix), "size_kb": size_kb,
+             "state_file": os.path.join(HUGE_ROOT, prefix + ".json")}
+    state_file = state["state_file"]
+    with open(state_file, "w") as f:
+        json.dump(state, f)
+    try:
+        _, free = _hugepage_meminfo()
+        if free < need:
+            with open(nr_path) as f:
+                cur = int(f.read())
+            add = need - free
+            with open(nr_path, "w") as f:
+                f.write(str(cur + add))
+            state["added"] = add
+            with open(state_file, "w") as f:
+                json.dump(state, f)
+            _, free = _hugepage_meminfo()
+            if free < need:
+                raise OSError(f"only {free} of {need} free after raising vm.nr_hugepages")
+        os.makedirs(state["mount"], exist_ok=True)
+        r = subprocess.run(["mount", "-t", "hugetlbfs", "-o", f"pagesize={size_kb}K", "nodev",
+                            state["mount"]], capture_output=True, text=True, timeout=10)
+        if r.returncode != 0:
+            raise OSError(f"mount hugetlbfs: {r.stderr.strip()}")
+        state["mounted"] = True
+        with open(state_file, "w") as f:
+            json.dump(state, f)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        release_hugepages(state)
+        raise
+    return {"dir": state["mount"], "state": state}
+
+
+def release_hugepages(state: dict[str, Any]) -> None:
+    """Undo reserve_hugepages(): unmount, give the added pages back, forget the state."""
+    mnt = state.get("mount")
+    if mnt and os.path.ismount(mnt):
+        subprocess.run(["umount", mnt], capture_output=True, timeout=10)
+    if mnt:
+        try:
+            os.rmdir(mnt)
+        except OSError:
+            pass
+    added = int(state.get("added") or 0)
+    if added:
+        try:
+            with open("/proc/sys/vm/nr_hugepages") as f:
+                cur = int(f.read())
+            with open("/proc/sys/vm/nr_hugepages", "w") as f:
+                f.write(str(max(0, cur - added)))  # others' reservations stay
+        except (OSError, ValueError):
+            pass
+    if state.get("state_file"):
+        try:
+            os.unlink(state["state_file"])
+            os.rmdir(os.path.dirname(state["state_file"]))  # only if no other run uses it
+        except OSError:
+            pass
+
+
+def sweep_stale_hugepages(root: str = HUGE_ROOT) -> list[str]:
+    """Undo reservations of runs whose owner process is gone (crashed)."""
+    import json
+    out = []
+    for fn in sorted(glob.glob(os.path.join(root, PREFIX_STEM + "*.json"))):
+        try:
+            with open(fn) as f:
+                st = json.load(f)
+        except (OSError, ValueError):
+            continue
+        pid = int(st.get("owner_pid") or 0)
+        if pid and _proc_start(pid) == st.get("owner_start") and st.get("owner_start"):
+            continue  # owner alive
+        st["state_file"] = fn
+        release_hugepages(st)
+        out.append(str(st.get("prefix")))
+    return out
+
+
+def _proc_start(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            data = f.read()
+        return int(data[data.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _hugepage_meminfo() -> tuple[int, int]:
+    """(page size [KiB], free pages) of the default hugepage size."""
+    size = free = 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("Hugepagesize:"):
+                    size = int(line.split()[1])
+                elif line.startswith("HugePages_Free:"):
+                    free = int(line.split()[1])
+    except OSError:
+        pass
+    return size, free
+
+
+def _hugetlbfs_mount(size_kb: int) -> str | None:
+    """A mounted hugetlbfs of the default page size (not a private one of ours)."""
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 4 or parts[2] != "hugetlbfs" or parts[1].startswith(HUGE_ROOT):
+                    continue
+                opts = dict(o.split("=", 1) for o in parts[3].split(",") if "=" in o)
+                ps = opts.get("pagesize", "")
+                if ps in ("", f"{size_kb}k", f"{size_kb}K", f"{size_kb // 1024}M"):
+                    return parts[1]
+    except OSError:
+        pass
+    return None
+
+
+def _channels(text: str) -> tuple[int, int] | None:
+    """`ethtool -l` -> (max RX, current RX) queues, or None."""
+    m = re.search(r"Pre-set maximums:.*?RX:\s*(\d+).*?Current hardware settings:.*?RX:\s*(\d+)",
+                  text, re.S)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _get(p: Any, name: str) -> Any:
+    return p.get(name) if isinstance(p, dict) else getattr(p, name, None)
+
+
+def _text(v: Any) -> str:
+    if v is None:
+        return ""
+    return v.decode(errors="replace") if isinstance(v, (bytes, bytearray)) else str(v)
