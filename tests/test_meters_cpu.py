@@ -250,7 +250,8 @@ def test_pinned_busy_loop_cpu_utilisation(busy_loop):
     expected = r["child_cpu_s"] / wall
     got = d["per_cpu"][str(cpu)]["busy"]
     assert got >= expected - 0.03, (got, expected)
-    assert got <= expected + r["bg"] + 0.04, (got, expected, r["bg"])
+    # others may load the CPU between the background probes: 6 % of slack above
+    assert got <= expected + r["bg"] + 0.06, (got, expected, r["bg"])
     assert d["dut"]["busy_s"] == pytest.approx(got * wall, rel=1e-3)
     hz = d["cycles_per_packet_basis"]["nominal_hz"]
     if hz:
