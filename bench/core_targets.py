@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The core issue's targets, measured through fwdbench's own testbed code (root).
+
+- trial overhead: wall time of a trial minus its traffic (warm-up + duration +
+  drain), through the Linux router; target < 300 ms.
+- zero false loss: N trials at a low share of the router's capacity
+  (default 10 % of 0.64 Mpps, 30 s each); target: loss exactly 0 in N of N.
+
+Usage: sudo .venv/bin/python bench/core_targets.py [--trials 10] [--seconds 30]
+       [--load-pps 64000] [--overhead-trials 10]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from fwdbench.campaign import build_campaign  # noqa: E402
+from fwdbench.testbeds import NetnsTestbed  # noqa: E402
+
+
+def campaign(load_pps: float, napi_rt: int):
+    return build_campaign({
+        "campaign": {"name": "core-targets"},
+        "testbed": {"type": "netns", "max_load": "2Mpps", "napi_rt_priority": napi_rt},
+        "trial": {"duration": "1s", "warmup": "0.2s", "drain": "0.2s"},
+        "dut": [{"name": "linux-router", "type": "linux", "params": {"mode": "router"}}],
+        "profile": [{"name": "udp4-64", "frame_size": 64, "flows": 64,
+                     "vary": ["src_ip", "src_port"]}],
+        "search": {"type": "sweep", "loads": [load_pps]},
+    }, "bench/core_targets.py")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=10, help="false-loss trials")
+    ap.add_argument("--seconds", type=float, default=30.0, help="false-loss trial duration [s]")
+    ap.add_argument("--load-pps", type=float, default=64000.0,
+                    help="false-loss load [pps] (10 %% of the 0.64 Mpps measured here)")
+    ap.add_argument("--overhead-trials", type=int, default=10)
+    ap.add_argument("--napi-rt", type=int, default=50, help="testbed.napi_rt_priority")
+    args = ap.parse_args()
+
+    c = campaign(args.load_pps, args.napi_rt)
+    sc = c.scenarios[0]
+    with NetnsTestbed(c) as tb, tb.scenario(sc) as (execute, _describe):
+        print(f"lab {tb.lab.run_id}: built in {tb.lab.timings.get('total', 0):.3f} s; "
+              f"generator CPU {tb.lab.gen_cpu}, DUT CPU {tb.lab.dut_cpu}, "
+              f"NAPI FIFO priority {args.napi_rt}")
+        over = []
+        for i in range(args.overhead_trials):
+            dur = 0.5
+            t0 = time.perf_counter()
+            r = execute(10000.0, dur, i, False)
+            wall = time.perf_counter() - t0
+            traffic = dur + r.warmup_s + 0.2
+            over.append(wall - traffic)
+        print(f"trial overhead (wall - warm-up - duration - drain), {len(over)} trials: "
+              f"median {statistics.median(over) * 1e3:.0f} ms, max {max(over) * 1e3:.0f} ms "
+              f"(target < 300 ms)")
+        zero = 0
+        for i in range(args.trials):
+            r = execute(args.load_pps, args.seconds, 1000 + i, False)
+            s = r.streams[0]
+            lat = s.latency
+            zero += r.lost == 0
+            print(f"  trial {i + 1}/{args.trials}: {args.load_pps:.0f} pps x {args.seconds:g} s: "
+                  f"tx {r.tx_packets} rx {r.rx_packets} lost {r.lost} reordered {s.reordered} "
+                  f"dup {s.duplicated}"
+                  + (f" p50 {lat.p50_ns / 1e3:.1f} us p99 {lat.p99_ns / 1e3:.1f} us" if lat else ""),
+                  flush=True)
+        print(f"zero false loss: {zero} of {args.trials} trials lost exactly 0 packets "
+              f"(target: {args.trials} of {args.trials})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
