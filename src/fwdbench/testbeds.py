@@ -139,8 +139,12 @@ class NetnsTestbed:
 
             def execute(load_pps: float, duration_s: float, key: int,
                         latency: bool = False) -> TrialResult:
-                spec = build_spec(lab, sc.profile, sc.trial, load_pps, duration_s,
-                                  peer_macs=peer_macs, latency=latency)
+                # A latency trial at 0 % of the PDR has no background load: the
+                # stream itself runs at the latency rate and is the latency stream.
+                idle = load_pps == 0
+                spec = build_spec(lab, sc.profile, sc.trial,
+                                  sc.trial.latency_rate if idle else load_pps, duration_s,
+                                  peer_macs=peer_macs, latency=latency and not idle)
                 before = driver.counters()
                 pids = getattr(driver, "pids", lambda: [])()
                 self.energy.start(pids=pids)
@@ -151,6 +155,11 @@ class NetnsTestbed:
                     self.energy.abort()
                     raise
                 result.meters = self.energy.stop(pids=pids, packets=result.rx_packets)
+                if idle:
+                    result.intended_load_pps = 0.0
+                    result.warnings.append(
+                        f"no background load: the only stream ran at the latency rate "
+                        f"({sc.trial.latency_rate:g} pps) and its latency is reported")
                 result.dut_counters = counter_delta(before, driver.counters())
                 return result
 
