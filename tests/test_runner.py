@@ -172,3 +172,22 @@ def test_existing_results_file_is_not_overwritten(campaign, tmp_path):
     assert run(["run", str(campaign), "--out", str(db), "--no-report"]).returncode == 0
     r = run(["run", str(campaign), "--out", str(db), "--no-report"])
     assert r.returncode != 0 and "--resume" in r.stderr
+
+
+def test_latency_trials_are_stored_as_latency_kind(tmp_path):
+    p = tmp_path / "lat.toml"
+    p.write_text(CAMPAIGN.replace('relative_width = 0.01',
+                                  'relative_width = 0.01\n'
+                                  'latency = { fractions = [0.0, 0.5, 0.9], trial_duration = "1s" }'))
+    db = tmp_path / "lat.sqlite"
+    r = run(["run", str(p), "--out", str(db), "--no-report"])
+    assert r.returncode == 0, r.stderr
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT repetition, intended_load_pps, reason FROM trial"
+                       " WHERE kind = 'latency' ORDER BY scenario_id, repetition, seq").fetchall()
+    pdr = dict(((sid, rep), v) for sid, rep, v in con.execute(
+        "SELECT scenario_id, repetition, value_pps FROM result WHERE goal = 'pdr@0.005'"))
+    con.close()
+    assert len(rows) == 2 * 2 * 3            # scenarios x repetitions x fractions
+    assert [x[1] for x in rows[:3]][0] == 0.0 and "latency at 0% of PDR" in rows[0][2]
+    assert any(abs(x[1] - 0.9 * v) < 1e-6 for x in rows for v in pdr.values())
