@@ -103,6 +103,7 @@ struct fg_stream_rt {
 
 	/* TX state, owned by the TX thread */
 	uint32_t min_burst;       /* pacing granularity [frames] */
+	uint64_t next_ok_ns;      /* catching up: no burst before this time */
 	uint64_t total;           /* frames intended in this phase */
 	uint64_t sent;            /* frames sent in this phase */
 	int done;
