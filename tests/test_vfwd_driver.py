@@ -1,0 +1,248 @@
+"""The `vfwd` DUT driver without a lab: parameter validation (errors name the
+field), the config it writes, statistics parsing, and the vfwd binary itself
+in pg-input mode (no root needed): config errors name the line, per-node
+statistics, vector 256 vs 1, the control socket.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from fwdbench.dut import load_drivers
+from fwdbench.dut.vfwd import (VfwdDut, VfwdParams, _Port, flatten_stats, query, render_config,
+                               vfwd_binary)
+from fwdbench.errors import CampaignError
+
+ROOT = Path(__file__).resolve().parents[1]
+VFWD = vfwd_binary()
+needs_vfwd = pytest.mark.skipif(not VFWD.exists(), reason=f"{VFWD} not built (make -C native/vfwd)")
+
+
+def lab_ports():
+    return [SimpleNamespace(
+        tg=SimpleNamespace(ifname=f"tg{i}", mac=f"02:fb:00:00:00:0{i + 1}",
+                           ip4=("198.18.0.1", "198.19.0.1")[i], ip6=("2001:2::1", "2001:2:0:1::1")[i]),
+        dut=SimpleNamespace(ifname=f"dut{i}", mac=f"02:fb:00:00:01:0{i + 1}",
+                            ip4=("198.18.0.2", "198.19.0.2")[i], ip6=("2001:2::2", "2001:2:0:1::2")[i]),
+        flows4=("198.18.128.0/17", "198.19.128.0/17")[i],
+        flows6=("2001:2:0:10::/64", "2001:2:0:11::/64")[i]) for i in range(2)]
+
+
+def test_registered():
+    assert load_drivers()["vfwd"] is VfwdDut
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"max_vector": 0}, "dut[0].params.max_vector"),
+    ({"max_vector": 257}, "dut[0].params.max_vector"),
+    ({"mode": "vpp"}, "dut[0].params.mode"),
+    ({"routes": 3}, "dut[0].params.routes"),
+    ({"ring_size": 1000}, "dut[0].params.ring_size"),
+    ({"nat_pool": "10.0.0.1"}, "dut[0].params.nat_pool"),
+    ({"work": {"hash": "md5"}}, "dut[0].params.work.hash"),
+    ({"bogus": 1}, "dut[0].params.bogus"),
+    ({"mode": "xconnect", "routes": 4}, "dut[0].params"),
+    ({"mode": "router", "work": {"hashes": 3}}, "dut[0].params"),
+    ({"workers": 1, "cpus": [0, 1]}, "dut[0].params.cpus"),
+])
+def test_validate_names_the_field(params, field):
+    with pytest.raises(CampaignError) as e:
+        VfwdDut.validate(params, "dut[0].params")
+    assert field in str(e.value)
+
+
+def test_validate_normalises():
+    p = VfwdDut.validate({"mode": "work", "work": {"hashes": 2, "hash": "jhash"}}, "dut")
+    assert p["max_vector"] == 256 and p["work"]["hashes"] == 2 and p["work"]["recirc"] == 0
+
+
+def test_render_router_config():
+    p = VfwdParams(mode="router", routes=4, max_vector=64, prefetch=False)
+    ports = [_Port(x, i) for i, x in enumerate(lab_ports())]
+    text = render_config(p, ports, [1])
+    assert "max-vector 64\n" in text and "prefetch off\n" in text and "cpus 1\n" in text
+    assert "port 0 dut0 driver auto mac 02:fb:00:00:01:01 ip4 198.18.0.2" in text
+    assert "neighbor 198.19.0.1 02:fb:00:00:00:02 port 1" in text
+    routes = [l for l in text.splitlines() if l.startswith("route ")]
+    assert len(routes) == 2 * 2 * 4                 # 2 ports x (ip4 + ip6) x 4
+    assert "route 198.19.224.0/19 via 198.19.0.1 port 1" in text
+
+
+def test_render_refuses_ranges_outside_the_benchmarking_nets():
+    ports = [_Port(x, i) for i, x in enumerate(lab_ports())]
+    ports[1].flows4 = "10.0.0.0/8"
+    from fwdbench.errors import DutError
+    with pytest.raises(DutError, match="benchmarking"):
+        render_config(VfwdParams(), ports, [0])
+
+
+def test_peer_macs():
+    lab = SimpleNamespace(ports=lab_ports())
+    assert VfwdDut({"mode": "router"}).peer_macs(lab) == {"tg0": "02:fb:00:00:01:01",
+                                                          "tg1": "02:fb:00:00:01:02"}
+    assert VfwdDut({"mode": "xconnect"}).peer_macs(lab) == {"tg0": "02:fb:00:00:00:02",
+                                                            "tg1": "02:fb:00:00:00:01"}
+    assert VfwdDut({"mode": "bridge"}).peer_macs() == {"tg0": "02:fb:00:00:00:02",
+                                                       "tg1": "02:fb:00:00:00:01"}
+    assert VfwdDut({}).pids() == []
+
+
+def test_flatten_stats():
+    st = {"nodes": {"ip4-input": {"calls": 2, "packets": 300, "clocks": 9000}},
+          "drops": {"ip4-input: bad checksum": 3, "ethernet-input: arp (no control plane)": 1},
+          "drops_total": 4,
+          "ports": [{"port": 1, "ifname": "dut1", "rx_packets": 0, "rx_bytes": 0,
+                     "tx_packets": 296, "tx_bytes": 17760, "tx_dropped": 0}]}
+    c = flatten_stats(st)
+    assert c["vfwd_ip4_input_packets"] == 300 and c["vfwd_ip4_input_clocks"] == 9000
+    assert c["vfwd_drop_ip4_input_bad_checksum"] == 3
+    assert c["vfwd_drop_ethernet_input_arp_no_control_plane"] == 1
+    assert c["dut1_tx_packets"] == 296 and c["vfwd_drops_total"] == 4
+
+
+# ---- the binary in pg mode (no root) -----------------------------------------
+
+PG = """mode router
+max-vector {mv}
+port 0 pg0 driver pg mac 02:fb:00:00:01:01
+port 1 pg1 driver pg mac 02:fb:00:00:01:02
+neighbor 198.19.0.1 02:fb:00:00:00:02 port 1
+route 198.19.128.0/17 via 198.19.0.1
+pg port 0 size 64 flows 64 src 198.18.128.0/17 dst 198.19.128.0/17 packets {n}
+"""
+
+
+def run_vfwd(tmp_path, text, *args, timeout=60):
+    conf = tmp_path / "v.conf"
+    conf.write_text(text)
+    return subprocess.run([str(VFWD), "-c", str(conf), *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def final_stats(stdout: str) -> dict:
+    return json.loads(stdout[stdout.index('{"vfwd_version"'):])
+
+
+@needs_vfwd
+def test_pg_stats_and_vector_sizes(tmp_path):
+    out = {}
+    for mv in (256, 1):
+        r = run_vfwd(tmp_path, PG.format(mv=mv, n=257 * 40))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith('{"event": "ready"')
+        st = final_stats(r.stdout)
+        nodes = st["nodes"]
+        for n in ("pg-input", "ethernet-input", "ip4-input", "ip4-lookup", "ip4-rewrite",
+                  "port-output"):
+            assert nodes[n]["packets"] == 257 * 40, n
+            assert nodes[n]["clocks"] > 0
+        assert st["ports"][1]["tx_packets"] == 257 * 40
+        assert st["drops_total"] == 0
+        out[mv] = nodes["ip4-input"]["vectors_per_call"]
+    assert out[1] == 1.0 and out[256] > 200
+
+
+@needs_vfwd
+@pytest.mark.parametrize("text, line, words", [
+    ("port 0 a driver pg\nmax-vector 0\n", 2, "max-vector"),
+    ("port 0 a driver pg\n\n# x\nroute 10.0.0.0/8 via 10.0.0.1\n", 4, "no neighbour"),
+    ("port 0 a driver pg\nmode fast\n", 2, "mode: 'fast'"),
+])
+def test_config_errors_name_the_line(tmp_path, text, line, words):
+    r = run_vfwd(tmp_path, text, "--check")
+    assert r.returncode == 2
+    assert f"v.conf:{line}:" in r.stderr and words in r.stderr
+
+
+@needs_vfwd
+def test_check_reports_fib(tmp_path):
+    r = run_vfwd(tmp_path, PG.format(mv=256, n=1) + "routes-random 1000 via 198.19.0.1 "
+                 "port 1 len 16-24 within 0.0.0.0/1\n", "--check")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["routes4"] == 1001 and info["lpm"] == "dir24"
+
+
+@needs_vfwd
+def test_control_socket(tmp_path):
+    conf = tmp_path / "v.conf"
+    conf.write_text(PG.format(mv=256, n=0) + "trace 4\n")
+    sock = str(tmp_path / "s")
+    p = subprocess.Popen([str(VFWD), "-c", str(conf), "-s", sock], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().startswith('{"event": "ready"')
+        time.sleep(0.3)
+        st = query(sock, "stats")
+        assert st["nodes"]["ip4-rewrite"]["packets"] > 0
+        tr = query(sock, "trace")["trace"]
+        # 4 packets followed through the graph, as VPP's trace does
+        assert [t["node"] for t in tr].count("pg-input") == 4
+        assert [t["node"] for t in tr].count("ip4-rewrite") == 4
+        assert any(t["node"] == "ip4-rewrite" and "ttl 63" in t["text"] for t in tr)
+        assert query(sock, "ping") == {"pong": True}
+        assert "error" in query(sock, "bogus")
+        assert query(sock, "quit") == {"stopping": True}
+        p.wait(10)
+        assert p.returncode == 0
+        assert not Path(sock).exists()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+@needs_vfwd
+def test_sigterm_prints_final_stats(tmp_path):
+    conf = tmp_path / "v.conf"
+    conf.write_text(PG.format(mv=256, n=0).replace("mode router", "mode xconnect")
+                    + "xconnect 0 1\n")
+    p = subprocess.Popen([str(VFWD), "-c", str(conf)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().startswith('{"event": "ready"')
+    time.sleep(0.2)
+    p.terminate()
+    out, err = p.communicate(timeout=10)
+    assert p.returncode == 0, err
+    st = json.loads(out)
+    assert st["mode"] == "xconnect" and st["nodes"]["l2-xconnect"]["packets"] > 0
+
+
+@needs_vfwd
+def test_bench_script_smoke():
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "vfwd_nodes.py"), "--runs", "1",
+                        "--packets", "20000", "--only", "ip4-1route", "--only", "l2-bridge"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "== ip4-1route" in r.stdout and "VPP 94" in r.stdout and "ip4-rewrite" in r.stdout
+    assert "== l2-bridge" in r.stdout and "vector 1:" in r.stdout
+
+
+class _HostExec:
+    """Runs commands in this namespace (enough for a setup that must fail)."""
+
+    def popen(self, argv, **kw):
+        return subprocess.Popen(list(argv), **kw)
+
+
+@needs_vfwd
+def test_setup_failure_names_the_port():
+    """vfwd exits 3 when a port cannot be opened; setup() raises DutError with
+    vfwd's message and leaves nothing behind."""
+    from fwdbench.errors import DutError
+    ports = lab_ports()
+    for i, p in enumerate(ports):
+        p.dut.ifname = f"fbnx{i}none"           # no such interface
+    lab = SimpleNamespace(ports=ports, dut_cpu=0, dut_exec=_HostExec())
+    d = VfwdDut({"mode": "router", "driver": "afpacket"})
+    with pytest.raises(DutError) as e:
+        d.setup(lab)
+    assert "exited with" in str(e.value) and "fbnx0none" in str(e.value)
+    assert d._proc is None and d._dir is None
+    d.teardown()
