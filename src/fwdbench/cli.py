@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from . import __version__
-from .errors import FwdbenchError
+from .errors import CampaignError, FwdbenchError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Benchmark software data planes (Linux, XDP, DPDK, vfwd): RFC 2544 "
@@ -105,6 +105,8 @@ def run(campaign: Optional[Path] = typer.Argument(
         print(f"interrupted: finished trials are in the results file; continue with "
               f"'fwdbench run --resume {path}'", file=sys.stderr)
         raise typer.Exit(130)
+    except CampaignError as e:
+        fail(e, 2)          # bad input: nothing was set up
     except FwdbenchError as e:
         fail(e, 3)
     for line in summary_lines(summary):
