@@ -306,7 +306,7 @@ print("\n".join(out), flush=True)
 def test_xdp_frames_on_the_wire_decode_with_scapy(loop, l3, size, vary, pattern):
     """Frames built by the BPF TX program, captured on the peer and checked by
     scapy: lengths, checksums, addresses per flow, ports, signature."""
-    scapy = pytest.importorskip("scapy.all")
+    pytest.importorskip("scapy.all")
     from scapy.layers.inet import IP, UDP
     from scapy.layers.inet6 import IPv6
     from scapy.layers.l2 import Ether

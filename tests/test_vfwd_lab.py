@@ -19,7 +19,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -82,7 +81,7 @@ class MiniLab:
                "net.ipv6.conf.default.disable_ipv6=1")
         for p in self.ports:
             # created inside the tg namespace, the peer moved straight to the DUT's
-            q = [f"numtxqueues", str(self.queues), "numrxqueues", str(self.queues)]
+            q = ["numtxqueues", str(self.queues), "numrxqueues", str(self.queues)]
             sh("ip", "-n", self.tg_ns, "link", "add", p.tg.ifname, "address", p.tg.mac, *q,
                "type", "veth", "peer", "name", p.dut.ifname, "address", p.dut.mac, *q,
                "netns", self.dut_ns)

@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import CampaignError, DutError, FwdbenchError
 from ..lab.addressing import BRIDGE_MAC, PORTS
-from ..lab.netlink import RTPROT_FWDBENCH, NetlinkError, RouteSpec, bulk_routes
+from ..lab.netlink import RTPROT_FWDBENCH, RouteSpec, bulk_routes
 from . import register
 from .base import DutDriver
 
