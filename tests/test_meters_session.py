@@ -105,6 +105,26 @@ def test_primary_is_first_measuring_meter_and_baseline_is_subtracted(proc):
     assert e["meters"]["rapl"]["joules_net"] == pytest.approx(50.0 * dur, rel=1e-3)
 
 
+def test_energy_of_the_measured_window_only(proc):
+    """A 0.2 s metered run whose measured part is 0.1 s: joules and per-packet
+    figures cover the 0.1 s the packets were counted in, at the run's mean power."""
+    meters = [FakeMeter("rapl", 80.0)]
+    sess = EnergySession(EnergySettings(), [1], [0], meters=meters, proc_root=proc)
+    sess.start()
+    time.sleep(0.2)
+    e = sess.stop(packets=1_000_000, window_s=0.1)["energy"]
+    assert e["metered_s"] >= 0.2 and e["duration_s"] == 0.1
+    assert e["mean_watts"] == pytest.approx(80.0, rel=1e-4)
+    assert e["joules"] == pytest.approx(8.0, rel=1e-4)
+    assert e["packets_per_joule"] == pytest.approx(1_000_000 / 8.0, rel=1e-4)
+    assert any("measured 0.1 s" in n for n in e["notes"])
+    # a window longer than what was metered changes nothing
+    sess.start()
+    time.sleep(0.05)
+    e = sess.stop(packets=10, window_s=5.0)["energy"]
+    assert e["duration_s"] == e["metered_s"]
+
+
 def test_failing_meter_falls_back_and_warns(proc):
     meters = [FakeMeter("ipmi", 200.0, fail_stop=True), FakeMeter("rapl", 80.0)]
     sess = EnergySession(None, [1], meters=meters, proc_root=proc)

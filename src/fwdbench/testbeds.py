@@ -154,7 +154,8 @@ class NetnsTestbed:
                 except BaseException:
                     self.energy.abort()
                     raise
-                result.meters = self.energy.stop(pids=pids, packets=result.rx_packets)
+                result.meters = self.energy.stop(pids=pids, packets=result.rx_packets,
+                                                 window_s=duration_s)
                 if idle:
                     result.intended_load_pps = 0.0
                     result.warnings.append(

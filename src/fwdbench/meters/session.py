@@ -205,13 +205,19 @@ class EnergySession:
         self._started = []
         self.cpu._started = False
 
-    def stop(self, pids: Iterable[int] = (), packets: int | None = None) -> dict[str, Any]:
-        """End the trial; ``packets``: packets the DUT forwarded (e.g. the trial's rx)."""
+    def stop(self, pids: Iterable[int] = (), packets: int | None = None,
+             window_s: float | None = None) -> dict[str, Any]:
+        """End the trial; ``packets``: packets the DUT forwarded (e.g. the trial's rx).
+
+        ``window_s`` [s]: the part of the metered interval the packets belong to (the
+        measured trial, without the generator's warm-up and drain). Energy figures
+        are then mean power over the whole interval x ``window_s``, so joules and
+        packets cover the same time."""
         cpu = self.cpu.stop(pids, packets)
         readings, errors = self._stop_meters(self._started)
         errors = {**self._start_errors, **errors}
         self._started = []
-        energy = self._energy(readings, errors, packets)
+        energy = self._energy(readings, errors, packets, window_s)
         warnings = [f"meter {n}: {e}" for n, e in errors.items()]
         warnings += [n for n in cpu["notes"] if n.startswith("steal")]
         idle_dut = self._idle_dut_note(cpu, packets)
@@ -235,7 +241,7 @@ class EnergySession:
                 f"generator's) unless RPS on the DUT's interfaces steers it to the DUT CPUs")
 
     def _energy(self, readings: dict[str, MeterReading], errors: dict[str, str],
-                packets: int | None) -> dict[str, Any]:
+                packets: int | None, window_s: float | None = None) -> dict[str, Any]:
         subtract = self.settings.baseline and bool(self.baseline_watts)
         per_meter: dict[str, Any] = {}
         for name, r in readings.items():
@@ -276,12 +282,19 @@ class EnergySession:
         if primary == "cpu-model":
             scope = f"DUT CPUs {_fmt_cpus(self.cpu.dut_cpus)} only, modelled from busy time"
         dur = r.duration_s
+        metered_s = dur
+        if window_s is not None and 0 < window_s < dur:
+            # mean power is a property of the whole interval; the packets only of the window
+            scale = window_s / dur
+            notes.append(f"energy of the measured {window_s:g} s: mean power over the "
+                         f"{dur:.3f} s metered (warm-up and drain included) x {window_s:g} s")
+            gross, net, dur = gross * scale, net * scale, window_s
         out.update({
             "measured": r.measured, "label": r.label,
             "joules": sig(net), "mean_watts": sig(net / dur) if dur > 0 else None,
             "joules_gross": sig(gross),
             "mean_watts_gross": sig(gross / dur) if dur > 0 else None,
-            "duration_s": sig(dur),
+            "duration_s": sig(dur), "metered_s": sig(metered_s),
             "baseline_watts": None if bw is None else sig(bw),
             "baseline_subtracted": bw is not None, "scope": scope, "notes": notes,
         })
