@@ -179,6 +179,15 @@ class PeriodicSampler:
             self._thread.join(timeout_s)
             self._thread = None
 
+    def finish(self, timeout_s: float = 30.0, until_s: float | None = None
+               ) -> tuple[list[tuple[float, float]], list[str]]:
+        """Stop; the samples (taken at t <= ``until_s`` [s] if given: a read still
+        running at stop() ends after the trial) and the error note, if any."""
+        self.stop(timeout_s)
+        samples = [(t, v) for t, v in self.samples if until_s is None or t <= until_s]
+        note = self.error_note()
+        return samples, [note] if note else []
+
     def error_note(self) -> str | None:
         if not self.error_count:
             return None

@@ -112,10 +112,7 @@ class CommandMeter(Meter):
         notes: list[str] = []
         samples: list[tuple[float, float]] = []
         if self._sampler is not None:
-            self._sampler.stop(self.timeout_s + 1.0)
-            samples = [(t, v) for t, v in self._sampler.samples if t <= duration]
-            if note := self._sampler.error_note():
-                notes.append(note)
+            samples, notes = self._sampler.finish(self.timeout_s + 1.0, until_s=duration)
             self._sampler = None
         if self.unit == "J":
             last = self.read_once()

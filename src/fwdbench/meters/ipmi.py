@@ -190,11 +190,8 @@ class IpmiMeter(Meter):
         notes: list[str] = []
         samples: list[tuple[float, float]] = []
         if self._sampler is not None:
-            self._sampler.stop(self.timeout_s + 1.0)
             # a call still running at stop() ends after the trial: not part of it
-            samples = [(t, w) for t, w in self._sampler.samples if t <= duration]
-            if note := self._sampler.error_note():
-                notes.append(note)
+            samples, notes = self._sampler.finish(self.timeout_s + 1.0, until_s=duration)
             self._sampler = None
         joules = integrate_watts(samples, duration)
         if joules is None:

@@ -194,10 +194,7 @@ class RaplMeter(Meter):
         notes: list[str] = []
         samples: list[tuple[float, float]] = []
         if self._sampler is not None:
-            self._sampler.stop()
-            samples = list(self._sampler.samples)
-            if note := self._sampler.error_note():
-                notes.append(note)
+            samples, notes = self._sampler.finish()
             self._sampler = None
         try:
             joules = self._read_all()
