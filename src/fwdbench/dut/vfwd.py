@@ -303,7 +303,7 @@ class VfwdDut(DutDriver):
         try:
             p = VfwdParams.model_validate(params)
         except ValidationError as e:
-            raise _pydantic_msg("campaign", e, prefix=where) from None
+            raise _pydantic_msg("", e, prefix=where) from None
         if p.cpus is not None and len(p.cpus) > p.workers:
             raise CampaignError(f"campaign: {where}.cpus: {len(p.cpus)} CPUs for "
                                 f"{p.workers} worker(s); give at most one per worker")
