@@ -67,9 +67,6 @@ class Progress:
                   + (" (generator-limited)" if result.generator_limited else ""),
                   file=sys.stderr, flush=True)
 
-    def trial_replayed(self) -> None:
-        pass
-
     def finish(self) -> None:
         if self._bar is not None:
             self._bar.update(self._task, completed=self.total, status="done")

@@ -7,6 +7,7 @@ order, and only the trials that are missing are run.
 """
 from __future__ import annotations
 
+import itertools
 import signal
 import time
 from contextlib import ExitStack, contextmanager
@@ -117,7 +118,7 @@ class ScenarioRun:
 
     def measure_for(self, rep: int) -> Measure:
         replay = self.store.done_trials(self.sid, rep)
-        seq = iter(range(1 << 30))
+        seq = itertools.count()
 
         def measure(duration_s: float, load_pps: float, reason: str = "") -> TrialResult:
             k = next(seq)
@@ -131,7 +132,6 @@ class ScenarioRun:
                         f"{load_pps:.0f} pps x {duration_s} s; the search is not replaying "
                         "deterministically; start a new run")
                 self.replayed += 1
-                self.progress.trial_replayed()
                 return t.result
             # CSIT-style latency trials run a latency stream beside the load.
             kind = "latency" if reason.startswith("latency") else "search"
