@@ -271,24 +271,32 @@ class NapiThread:
     pid: int
 
 
+def _replies(sock: socket.socket, what: str, dump: bool, bufsize: int = 1 << 16):
+    """Yield (type, payload) of the answers to one request until NLMSG_DONE or the
+    ACK; an error reply raises NetlinkError naming ``what``. A request that is not
+    a dump ends with the first batch that carried an answer."""
+    while True:
+        got = False
+        for typ, _f, _s, payload in _iter_msgs(sock.recv(bufsize)):
+            if typ == NLMSG_DONE:
+                return
+            if typ == NLMSG_ERROR:
+                (code,) = struct.unpack_from("=i", payload, 0)
+                if code:
+                    raise NetlinkError(-code, f"{what}: {os.strerror(-code)}")
+                return
+            got = True
+            yield typ, payload
+        if not dump and got:
+            return
+
+
 def _genl_request(sock: socket.socket, family: int, cmd: int, attrs: bytes, flags: int,
                   seq: int) -> list[tuple[int, bytes]]:
     msg = struct.pack("=BBH", cmd, 1, 0) + attrs
     sock.send(_NLHDR.pack(_NLHDR.size + len(msg), family, flags, seq, 0) + msg)
-    out: list[tuple[int, bytes]] = []
-    while True:
-        data = sock.recv(1 << 16)
-        for typ, _f, _s, payload in _iter_msgs(data):
-            if typ == NLMSG_DONE:
-                return out
-            if typ == NLMSG_ERROR:
-                (code,) = struct.unpack_from("=i", payload, 0)
-                if code:
-                    raise NetlinkError(-code, f"generic netlink cmd {cmd}: {os.strerror(-code)}")
-                return out
-            out.append((typ, payload[4:]))
-        if not flags & NLM_F_DUMP and out:
-            return out
+    return [(typ, payload[4:]) for typ, payload in
+            _replies(sock, f"generic netlink cmd {cmd}", bool(flags & NLM_F_DUMP))]
 
 
 def napi_threads(ns: str | None, ifindexes: Iterable[int]) -> list[NapiThread]:
@@ -353,23 +361,15 @@ def link_stats(ns: str | None) -> dict[str, dict[str, int]]:
         sock.send(_NLHDR.pack(_NLHDR.size + len(ifi), RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, 1, 0)
                   + ifi)
         out: dict[str, dict[str, int]] = {}
-        while True:
-            data = sock.recv(1 << 17)
-            for typ, _f, _s, payload in _iter_msgs(data):
-                if typ == NLMSG_DONE:
-                    return out
-                if typ == NLMSG_ERROR:
-                    (code,) = struct.unpack_from("=i", payload, 0)
-                    if code:
-                        raise NetlinkError(-code, f"RTM_GETLINK in netns {ns}: {os.strerror(-code)}")
-                    return out
-                if typ != RTM_NEWLINK:
-                    continue
-                attrs = _parse_nlas(payload, 16, len(payload))
-                name = attrs.get(IFLA_IFNAME, b"").split(b"\0", 1)[0].decode()
-                raw = attrs.get(IFLA_STATS64, b"")
-                n = min(len(raw) // 8, len(STATS64_FIELDS))
-                vals = struct.unpack_from(f"={n}Q", raw, 0)
-                out[name] = dict(zip(STATS64_FIELDS[:n], vals))
+        for typ, payload in _replies(sock, f"RTM_GETLINK in netns {ns}", True, 1 << 17):
+            if typ != RTM_NEWLINK:
+                continue
+            attrs = _parse_nlas(payload, 16, len(payload))
+            name = attrs.get(IFLA_IFNAME, b"").split(b"\0", 1)[0].decode()
+            raw = attrs.get(IFLA_STATS64, b"")
+            n = min(len(raw) // 8, len(STATS64_FIELDS))
+            vals = struct.unpack_from(f"={n}Q", raw, 0)
+            out[name] = dict(zip(STATS64_FIELDS[:n], vals))
+        return out
     finally:
         sock.close()
