@@ -195,7 +195,7 @@ def test_settings_defaults_and_aliases():
 @pytest.mark.parametrize("data, path, text", [
     ({"meters": ["rapl", "wattmeter"]}, "energy.meters", "'wattmeter'"),
     ({"meters": "sometimes"}, "energy.meters", "'sometimes'"),
-    ({"meterz": "auto"}, "energy.meterz", "Extra inputs"),
+    ({"meterz": "auto"}, "energy.meterz", "unknown key; did you mean 'meters'?"),
     ({"cpu-model": {"watts_per_busy_core": -3}}, "energy.cpu-model.watts_per_busy_core", "-3"),
     ({"rapl": {"domains": ["pkg"]}}, "energy.rapl.domains", "'pkg'"),
     ({"ipmi": {"interface": "lanplus", "host": "bmc1"}}, "energy.ipmi", "user, password_file"),

@@ -120,7 +120,7 @@ def test_validate_defaults():
     ({"queues": (os.cpu_count() or 1) + 1}, "dut[1].params.queues", ["veth"]),
     ({"cores": 3, "queues": 1}, "dut[1].params", ["queues"]),
     ({"mbufs": 1 << 20, "memory_mb": 256}, "dut[1].params", ["memory_mb"]),
-    ({"rings": 2}, "dut[1].params.rings", ["unknown parameter"]),
+    ({"rings": 2}, "dut[1].params.rings", ["unknown key", "allowed keys: mode, pmd, cores"]),
     ({"pmd": "af_xdp", "queues": 2}, "dut[1].params.queues", ["af_packet"]),
 ])
 def test_validate_rejects(params, field, words):

@@ -38,10 +38,11 @@ def test_validate_defaults():
     ({"mode": "bridge"}, "dut[2].params.mode", ["'bridge'", "xconnect", "router"]),
     ({"attach": "offload"}, "dut[2].params.attach", ["'offload'", "native", "generic"]),
     ({"fib_lookup": "fast"}, "dut[2].params.fib_lookup", ["full", "direct"]),
-    ({"routes": 0}, "dut[2].params.routes", ["greater than or equal to 1"]),
+    ({"routes": 0}, "dut[2].params.routes", ["0 is too small", "allowed: 1..1048576"]),
     ({"routes6": 1 << 21}, "dut[2].params.routes6", ["1048576"]),
     ({"routes": "many"}, "dut[2].params.routes", ["integer"]),
-    ({"queues": 2}, "dut[2].params.queues", ["unknown parameter"]),
+    ({"queues": 2}, "dut[2].params.queues",
+     ["unknown key", "allowed keys: mode, attach, fib_lookup, routes, routes6"]),
     ({"mode": "xconnect", "routes": 16}, "dut[2].params.routes", ["router"]),
     ({"mode": "xconnect", "fib_lookup": "direct"}, "dut[2].params.fib_lookup", ["router"]),
 ])

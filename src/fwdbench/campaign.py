@@ -20,6 +20,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
 
 from .errors import CampaignError
 from .units import UnitError, line_rate_pps, parse_bitrate, parse_duration, parse_load
+from .validation import campaign_error
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 VARY_FIELDS = ("src_ip", "dst_ip", "src_port", "dst_port")
@@ -172,33 +173,6 @@ class Campaign(BaseModel):
 
 # -- loading ---------------------------------------------------------------
 
-def _loc(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(top level)"
-
-
-def _pydantic_msg(path: str, err: ValidationError, prefix: str = "") -> CampaignError:
-    lines = []
-    for e in err.errors():
-        where = _loc(tuple(x for x in e["loc"] if not (isinstance(x, str) and x in (
-            "str", "int", "float", "literal['imix']", "function-after[_fs(), int]"))))
-        where = f"{prefix}.{where}" if prefix and where != "(top level)" else (prefix or where)
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; see docs/campaign.md for the allowed keys)"
-        elif e["type"] == "missing":
-            msg = "required but missing"
-        elif e["type"] == "literal_error":
-            msg = f"{e.get('input')!r} is not allowed: {msg.removeprefix('Input should be ')}"
-        lines.append(f"{path}: {where}: {msg}" if path else f"{where}: {msg}")
-    return CampaignError("\n".join(dict.fromkeys(lines)))
-
-
 def load_campaign(path: str | Path) -> Campaign:
     p = Path(path)
     try:
@@ -216,13 +190,10 @@ def build_campaign(raw: dict[str, Any], path: str = "<campaign>", text: str = ""
     try:
         cf = CampaignFile.model_validate(raw)
     except ValidationError as e:
-        raise _pydantic_msg(path, e) from None
+        raise campaign_error(e, CampaignFile, file=path) from None
     _check_names(cf, path)
     from .meters import parse_energy_settings
-    try:
-        parse_energy_settings(cf.energy)
-    except CampaignError as e:
-        raise CampaignError(f"{path}: {e}") from None
+    parse_energy_settings(cf.energy, file=path)
     scenarios = expand(cf, path)
     return Campaign(path=path, text=text, file=cf, scenarios=scenarios)
 
@@ -326,20 +297,24 @@ def expand(cf: CampaignFile, path: str) -> list[Scenario]:
             _set_path(parts[root], rest, value)
         where_pt = ", ".join(f"{k}={v}" for k, v in point.items())
         idx = len(out)
-        tag = f"{path}: scenario {idx} ({where_pt})"
+        scenario = f"scenario {idx} ({where_pt})"
+        tag = f"{path}: {scenario}"
         # validate every part of the point
         try:
             profile = Profile.model_validate(prof)
         except ValidationError as e:
-            raise _pydantic_msg(tag, e, prefix="profile") from None
+            raise campaign_error(e, Profile, file=path, context=scenario,
+                                 where="profile") from None
         try:
             trial_s = TrialSettings.model_validate(trial)
         except ValidationError as e:
-            raise _pydantic_msg(tag, e, prefix="trial") from None
+            raise campaign_error(e, TrialSettings, file=path, context=scenario,
+                                 where="trial") from None
         try:
             dspec = DutSpec.model_validate(dut)
         except ValidationError as e:
-            raise _pydantic_msg(tag, e, prefix="dut") from None
+            raise campaign_error(e, DutSpec, file=path, context=scenario,
+                                 where="dut") from None
         if dspec.type not in drivers:
             raise CampaignError(f"{tag}: dut.type: {dspec.type!r} is not a DUT driver "
                                 f"({', '.join(sorted(drivers))})")
@@ -350,8 +325,9 @@ def expand(cf: CampaignFile, path: str) -> list[Scenario]:
         di = [d.name for d in cf.dut].index(dspec.name)
         try:
             dspec.params = drivers[dspec.type].validate(dspec.params, f"dut[{di}].params")
-        except CampaignError as e:
-            raise CampaignError(f"{tag}: {e}") from None
+        except CampaignError as e:      # one line per problem, each names file and scenario
+            raise CampaignError("\n".join(f"{tag}: {line}" for line in str(e).splitlines())) \
+                from None
         max_pps = _max_load(cf, profile, path)
         search_v = validate_search(search, tag, frame_size=profile.frame_size,
                                    max_pps=max_pps, trial=trial_s)

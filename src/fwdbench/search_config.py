@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import CampaignError
 from .units import UnitError, parse_duration, parse_load
+from .validation import campaign_error
 
 
 def _models() -> dict[str, type[BaseModel]]:
@@ -68,8 +69,6 @@ def _convert(table: dict[str, Any], model: type[BaseModel], where: str, frame_si
 def validate_search(search: dict[str, Any], tag: str, *, frame_size, max_pps: float,
                     trial) -> dict[str, Any]:
     """Return the scenario's search settings as a plain dict (stored, re-read on resume)."""
-    from .campaign import _pydantic_msg
-
     models = _models()
     kind = search.get("type", "sweep")
     if kind not in models or kind == "latency":
@@ -89,7 +88,7 @@ def validate_search(search: dict[str, Any], tag: str, *, frame_size, max_pps: fl
     try:
         settings = model.model_validate(conv)
     except ValidationError as e:
-        raise _pydantic_msg(tag, e, prefix="search") from None
+        raise campaign_error(e, model, context=tag, where="search") from None
     return settings.model_dump(mode="json")
 
 

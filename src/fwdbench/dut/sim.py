@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..validation import campaign_error
 from . import register
 from .base import DutDriver
 
@@ -20,12 +21,11 @@ class SimDriver(DutDriver):
 
     @classmethod
     def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
-        from ..campaign import _pydantic_msg
         from ..sim import SimParams
         try:
             return SimParams.model_validate(params).model_dump(mode="json")
         except ValidationError as e:
-            raise _pydantic_msg("", e, prefix=where) from None
+            raise campaign_error(e, SimParams, where=where) from None
 
     def setup(self, lab) -> None:
         pass

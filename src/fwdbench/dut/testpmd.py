@@ -41,6 +41,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import CampaignError, DutError
+from ..validation import campaign_error
 from . import register
 from .base import DutDriver
 
@@ -277,13 +278,12 @@ class DpdkTestpmdDut(DutDriver):
 
     @classmethod
     def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
-        from .xdp import params_error
         if not isinstance(params, dict):
             raise CampaignError(f"{where}: must be a table of parameters, got {params!r}")
         try:
             p = TestpmdParams.model_validate(params)
         except ValidationError as e:
-            raise params_error(e, where) from None
+            raise campaign_error(e, TestpmdParams, where=where) from None
         # a veth has as many queues as the host has CPUs (its default maximum)
         ncpu = os.cpu_count() or 1
         if p.queues > ncpu:

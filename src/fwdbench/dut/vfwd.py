@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import CampaignError, DutError
+from ..validation import campaign_error
 from . import register
 from .base import DutDriver
 
@@ -299,11 +300,10 @@ class VfwdDut(DutDriver):
 
     @classmethod
     def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
-        from ..campaign import _pydantic_msg
         try:
             p = VfwdParams.model_validate(params)
         except ValidationError as e:
-            raise _pydantic_msg("", e, prefix=where) from None
+            raise campaign_error(e, VfwdParams, where=where) from None
         if p.cpus is not None and len(p.cpus) > p.workers:
             raise CampaignError(f"campaign: {where}.cpus: {len(p.cpus)} CPUs for "
                                 f"{p.workers} worker(s); give at most one per worker")

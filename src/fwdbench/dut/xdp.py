@@ -43,6 +43,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import CampaignError, DutError
+from ..validation import campaign_error
 from . import register
 from .base import DutDriver
 
@@ -90,20 +91,6 @@ class XdpParams(BaseModel):
         description="IPv6 FIB size [routes] (router), laid out as the linux router's")
 
 
-def params_error(err: ValidationError, where: str) -> CampaignError:
-    """A pydantic error as `<where>.<field>: <what is wrong and what is allowed>`."""
-    lines = []
-    for e in err.errors():
-        loc = ".".join(str(x) for x in e["loc"])
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown parameter (check the spelling)"
-        elif e["type"] == "literal_error":
-            msg = f"{e.get('input')!r} is not allowed: {msg.removeprefix('Input should be ')}"
-        lines.append(f"{where}.{loc}: {msg}" if loc else f"{where}: {msg}")
-    return CampaignError("\n".join(dict.fromkeys(lines)))
-
-
 def parse_stats(doc: dict[str, Any]) -> dict[str, int]:
     """`fb-xdp stats` JSON -> flat counters: per reason, totals, per CPU."""
     out: dict[str, int] = {}
@@ -149,7 +136,7 @@ class XdpDut(DutDriver):
         try:
             p = XdpParams.model_validate(params)
         except ValidationError as e:
-            raise params_error(e, where) from None
+            raise campaign_error(e, XdpParams, where=where) from None
         if p.mode == "xconnect":
             for key in ("routes", "routes6", "fib_lookup"):
                 if key in params:

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import CampaignError
+from ..validation import campaign_error
 from .cpumodel import DEFAULT_IDLE_WATTS, DEFAULT_WATTS_PER_BUSY_CORE
 from .rapl import DEFAULT_DOMAINS, DEFAULT_ROOT
 
@@ -151,16 +151,10 @@ class EnergySettings(_Strict):
         return None if self.meters == "auto" else list(self.meters)
 
 
-def parse_energy_settings(data: dict[str, Any] | None, where: str = "energy") -> EnergySettings:
-    """Validate an [energy] table; CampaignError names the field path and the bad value."""
+def parse_energy_settings(data: dict[str, Any] | None, where: str = "energy",
+                          file: str | None = None) -> EnergySettings:
+    """Validate an [energy] table; CampaignError names the file, field path and bad value."""
     try:
         return EnergySettings.model_validate(data or {})
     except ValidationError as e:
-        msgs = []
-        for err in e.errors():
-            path = ".".join([where, *(str(p) for p in err["loc"])])
-            msg = err["msg"].removeprefix("Value error, ")
-            inp = err.get("input")
-            shown = "" if isinstance(inp, dict) or repr(inp) in msg else f" (got {inp!r})"
-            msgs.append(f"{path}: {msg}{shown}")
-        raise CampaignError("; ".join(msgs)) from None
+        raise campaign_error(e, EnergySettings, where=where, file=file) from None
