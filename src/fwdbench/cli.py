@@ -63,12 +63,16 @@ def plan(campaign: Path = typer.Argument(..., help="campaign file (TOML)"),
 @app.command()
 def run(campaign: Optional[Path] = typer.Argument(
             None, help="campaign file (TOML); omit with --resume"),
-        resume: Optional[Path] = typer.Option(
-            None, "--resume", help="continue the run stored in this results file: "
-                                   "finished trials are kept, interrupted ones rerun"),
-        out_path: Optional[Path] = typer.Option(
-            None, "--out", "-o", help="results file (default results/<campaign>.sqlite)"),
-        force: bool = typer.Option(False, "--force", help="replace an existing results file"),
+        resume: Optional[str] = typer.Option(
+            None, "--resume", metavar="FILE|URL",
+            help="continue the run stored in this results file or postgresql:// URL: "
+                 "finished trials are kept, interrupted ones rerun"),
+        out_path: Optional[str] = typer.Option(
+            None, "--out", "-o", metavar="FILE|URL",
+            help="results file (default results/<campaign>.sqlite), or a PostgreSQL URL "
+                 "postgresql://USER@HOST/DB[?schema=NAME] (one campaign per schema)"),
+        force: bool = typer.Option(False, "--force", help="replace an existing results file "
+                                   "(PostgreSQL: drop fwdbench's tables in the schema)"),
         report: bool = typer.Option(True, "--report/--no-report",
                                     help="write the HTML report when the run ends"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress output")) -> None:
@@ -78,22 +82,21 @@ def run(campaign: Optional[Path] = typer.Argument(
     from .progress import Progress
     from .runner import (campaign_from_store, default_store_path, open_for_run,
                          run_campaign, summary_lines)
-    from .store import Store
+    from .store import display_target, is_store_url, open_store, remove_store, store_target
     if (campaign is None) == (resume is None):
         fail(FwdbenchError("give either a campaign file or --resume RESULTS.sqlite"))
-    path = resume
+    path = store_target(resume) if resume is not None else None
     try:
-        if resume is not None:
-            if not resume.exists():
+        if path is not None:
+            if not is_store_url(path) and not path.exists():
                 raise FwdbenchError(f"{resume}: no such results file")
-            store = Store(resume)
+            store = open_store(path)
             c = campaign_from_store(store)
         else:
             c = load_campaign(campaign)
-            path = out_path or default_store_path(c)
+            path = store_target(out_path) if out_path else default_store_path(c)
             if force:
-                for suffix in ("", "-wal", "-shm"):
-                    Path(str(path) + suffix).unlink(missing_ok=True)
+                remove_store(path)
             store = open_for_run(c, path)
         try:
             progress = Progress(quiet=quiet, trial_lines=c.file.testbed.type != "sim")
@@ -103,7 +106,7 @@ def run(campaign: Optional[Path] = typer.Argument(
             store.close()
     except KeyboardInterrupt:
         print(f"interrupted: finished trials are in the results file; continue with "
-              f"'fwdbench run --resume {path}'", file=sys.stderr)
+              f"'fwdbench run --resume {display_target(path)}'", file=sys.stderr)
         raise typer.Exit(130)
     except CampaignError as e:
         fail(e, 2)          # bad input: nothing was set up
@@ -112,52 +115,57 @@ def run(campaign: Optional[Path] = typer.Argument(
     for line in summary_lines(summary):
         out.print(line, highlight=False)
     if report:
-        _write_report(summary.store_path)
+        _write_report(path, default_store_path(c).parent / f"{c.name}-report"
+                      if is_store_url(path) else None)
 
 
-def _write_report(db: Path) -> None:
+def _write_report(db, dest: Optional[Path] = None) -> None:
     try:
         from .report.command import build_report
     except ImportError:
         return
-    dest = db.parent / (db.stem + "-report")
+    dest = dest or db.parent / (db.stem + "-report")
     index = build_report(db, dest)
     out.print(f"report: {index}", highlight=False)
 
 
 @app.command()
-def results(db: Path = typer.Argument(..., help="results file (.sqlite)"),
+def results(db: str = typer.Argument(..., help="results file (.sqlite) or postgresql:// URL"),
             as_json: bool = typer.Option(False, "--json", help="one JSON document for scripts"),
             trials: bool = typer.Option(False, "--trials", help="list every trial")) -> None:
     """Print what a campaign measured: results per scenario and repetition."""
     from .results_view import results_cmd
+    from .store import store_target
     try:
-        results_cmd(db, as_json=as_json, show_trials=trials, console=out)
+        results_cmd(store_target(db), as_json=as_json, show_trials=trials, console=out)
     except FwdbenchError as e:
         fail(e)
 
 
 @app.command("report")
-def report_(db: Path = typer.Argument(..., help="results file (.sqlite)"),
+def report_(db: str = typer.Argument(..., help="results file (.sqlite) or postgresql:// URL"),
             out_dir: Path = typer.Option(Path("out"), "--out", "-o", help="output directory")
             ) -> None:
     """Write the HTML report, figures (SVG, PDF) and data exports (CSV, Parquet)."""
     from .report.command import report_cmd
-    raise typer.Exit(report_cmd(db, out_dir))
+    from .store import store_target
+    raise typer.Exit(report_cmd(store_target(db), out_dir))
 
 
 @app.command()
-def compare(a: Path = typer.Argument(..., help="first results file"),
-            b: Path = typer.Argument(..., help="second results file"),
+def compare(a: str = typer.Argument(..., help="first results file or postgresql:// URL"),
+            b: str = typer.Argument(..., help="second results file or postgresql:// URL"),
             out_dir: Path = typer.Option(Path("out-compare"), "--out", "-o")) -> None:
     """Compare two campaigns (two DUT versions, two kernels): ratios and significance."""
     from .report.command import compare_cmd
-    raise typer.Exit(compare_cmd(a, b, out_dir))
+    from .store import store_target
+    raise typer.Exit(compare_cmd(store_target(a), store_target(b), out_dir))
 
 
 @app.command()
-def analyze(files: List[Path] = typer.Argument(..., help="PASTRAMI measurement files, CSV "
-                                                         "(load,repetition,tx,rx) or results"),
+def analyze(files: List[str] = typer.Argument(..., help="PASTRAMI measurement files, CSV "
+                                                        "(load,repetition,tx,rx), results files "
+                                                        "or postgresql:// results URLs"),
             rule: str = typer.Option("paper", "--rule", help="PASTRAMI rule: 'paper' (default) "
                                      "or 'published-code' (the authors' notebook labels)"),
             as_json: bool = typer.Option(False, "--json", help="one JSON object per experiment"),
@@ -166,7 +174,8 @@ def analyze(files: List[Path] = typer.Argument(..., help="PASTRAMI measurement f
             ) -> None:
     """PDR@0.5%, saturation and PASTRAMI's GOOD/BAD verdict for load-loss data."""
     from .analysis.command import analyze_cmd
-    raise typer.Exit(analyze_cmd(files, rule=rule, as_json=as_json, out_dir=out_dir))
+    from .store import store_target
+    raise typer.Exit(analyze_cmd([store_target(f) for f in files], rule=rule, as_json=as_json, out_dir=out_dir))
 
 
 @app.command()

@@ -8,11 +8,11 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import FwdbenchError
-from .store import Store
+from .store import ResultsStore, is_store_url, open_store
 from .units import fmt_pps
 
 
-def collect(store: Store) -> dict:
+def collect(store: ResultsStore) -> dict:
     c = store.campaign()
     if c is None:
         raise FwdbenchError(f"{store.path} holds no campaign")
@@ -41,10 +41,11 @@ def collect(store: Store) -> dict:
             "scenarios": sorted(per_sc.values(), key=lambda d: d["idx"])}
 
 
-def results_cmd(db: Path, *, as_json: bool, show_trials: bool, console: Console) -> None:
-    if not db.exists():
+def results_cmd(db: Path | str, *, as_json: bool, show_trials: bool,
+                console: Console) -> None:
+    if not is_store_url(db) and not Path(db).exists():
         raise FwdbenchError(f"{db}: no such results file")
-    store = Store(db)
+    store = open_store(db)
     try:
         data = collect(store)
         if show_trials:

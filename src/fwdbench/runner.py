@@ -21,7 +21,7 @@ from .errors import FwdbenchError
 from .host import host_facts
 from .progress import Progress
 from .search_config import search_settings
-from .store import Store
+from .store import ResultsStore, is_store_url, open_store
 from .trial import TrialResult
 from .units import parse_duration
 
@@ -62,21 +62,22 @@ def default_store_path(campaign: Campaign, results_dir: Path = Path("results")) 
     return results_dir / f"{campaign.name}.sqlite"
 
 
-def open_for_run(campaign: Campaign, store_path: Path) -> Store:
-    store_path.parent.mkdir(parents=True, exist_ok=True)
-    if store_path.exists():
-        st = Store(store_path)
-        if st.campaign() is not None:
-            st.close()
-            raise FwdbenchError(
-                f"{store_path} already holds results of campaign "
-                f"'{campaign.name}'; continue it with 'fwdbench run --resume {store_path}', "
-                f"or write elsewhere with --out")
-        return st
-    return Store(store_path)
+def open_for_run(campaign: Campaign, store_path: Path | str) -> ResultsStore:
+    """A store for a new run: a SQLite path or a PostgreSQL URL with no campaign yet."""
+    if not is_store_url(store_path):
+        store_path = Path(store_path)
+        store_path.parent.mkdir(parents=True, exist_ok=True)
+    st = open_store(store_path)
+    if st.campaign() is not None:
+        st.close()
+        raise FwdbenchError(
+            f"{st.path} already holds results of campaign "
+            f"'{campaign.name}'; continue it with 'fwdbench run --resume {st.path}', "
+            f"or write elsewhere with --out (or replace it with --force)")
+    return st
 
 
-def campaign_from_store(store: Store) -> Campaign:
+def campaign_from_store(store: ResultsStore) -> Campaign:
     c = store.campaign()
     if c is None:
         raise FwdbenchError(f"{store.path} holds no campaign; start one with 'fwdbench run FILE'")
@@ -84,7 +85,7 @@ def campaign_from_store(store: Store) -> Campaign:
     return build_campaign(tomllib.loads(c["config_text"]), c["source_path"], c["config_text"])
 
 
-def register_scenarios(store: Store, campaign: Campaign, host: dict) -> dict[int, int]:
+def register_scenarios(store: ResultsStore, campaign: Campaign, host: dict) -> dict[int, int]:
     """Write campaign + scenario rows (first run) or check them (resume); idx -> scenario id."""
     existing = store.scenarios()
     if not existing:
@@ -106,7 +107,7 @@ def register_scenarios(store: Store, campaign: Campaign, host: dict) -> dict[int
 class ScenarioRun:
     """Runs trials of one scenario, replaying stored ones on resume."""
 
-    def __init__(self, store: Store, scenario: Scenario, scenario_id: int, execute,
+    def __init__(self, store: ResultsStore, scenario: Scenario, scenario_id: int, execute,
                  progress: Progress):
         self.store = store
         self.sc = scenario
@@ -163,7 +164,7 @@ class ScenarioRun:
         return result
 
 
-def run_campaign(campaign: Campaign, store: Store, *, progress: Progress,
+def run_campaign(campaign: Campaign, store: ResultsStore, *, progress: Progress,
                  resume: bool = False) -> RunSummary:
     from .search import run_search
 

@@ -68,7 +68,7 @@ def analyze_cmd(files: list[Path], rule: str = "paper", as_json: bool = False,
     used: set[Path] = set()
     for f in files:
         try:
-            experiments = read_experiment(Path(f))
+            experiments = read_experiment(f)   # a Path, or a store URL (str)
         except InputFormatError as e:
             err.print(f"fwdbench analyze: error: {e}", markup=False)
             failed += 1

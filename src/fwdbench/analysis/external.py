@@ -223,14 +223,21 @@ def read_store(path: Path | str) -> list[Experiment]:
     """fwdbench's own results: one experiment per scenario, from the trials its
     searches ran (all repetitions pooled by offered load; warm-up and latency
     trials left out)."""
-    from fwdbench.store import Store, StoreError
+    from fwdbench.store import StoreError, is_store_url, open_store
 
-    if not Path(path).is_file():
+    url = is_store_url(path)
+    if not url and not Path(path).is_file():
         raise InputFormatError(f"{path}: cannot read: no such results file")
     try:
-        store = Store(path)
-    except (StoreError, Exception) as e:   # sqlite3.DatabaseError: not a database
+        store = open_store(path)
+    except StoreError as e:
+        if url:          # the message names the URL (password masked) and the fix
+            raise InputFormatError(str(e)) from None
         raise InputFormatError(f"{path}: not a fwdbench results file ({e})") from None
+    except Exception as e:   # sqlite3.DatabaseError: not a database
+        raise InputFormatError(f"{path}: not a fwdbench results file ({e})") from None
+    if url:
+        path = store.label   # never the URL (it may carry a password)
     try:
         names = {s["id"]: s["name"] for s in store.scenarios()}
         by_scenario: dict[int, list[TrialResult]] = {sid: [] for sid in names}
@@ -259,6 +266,9 @@ def experiment_from_trials(source: str, trials: Iterable[TrialResult]) -> Experi
 def read_experiment(path: Path | str) -> list[Experiment]:
     """Read one file, choosing the reader by suffix (.csv: CSV; a results
     store: the store hook; anything else: PASTRAMI JSON lines)."""
+    from fwdbench.store import is_store_url
+    if is_store_url(path):
+        return read_store(path)
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".csv":

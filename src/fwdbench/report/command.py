@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from ..errors import FwdbenchError
+from ..store import store_target
 from .compare import compare_models, ratio_figure
 from .export import export_all
 from .figures import FigureWriter, build_figures
@@ -28,8 +29,11 @@ from .html import render, write
 from .model import ReportModel, load_model
 
 
-def _check_db(db: Path) -> None:
-    if not db.is_file():
+def _check_db(db: Path | str) -> None:
+    from ..store import is_store_url
+    if is_store_url(db):
+        return          # a PostgreSQL URL: opening it says what is wrong, if anything
+    if not Path(db).is_file():
         raise FwdbenchError(f"{db}: no such results file; give the .sqlite file "
                             "'fwdbench run' wrote (results/<campaign>.sqlite)")
 
@@ -43,14 +47,14 @@ def _build(m: ReportModel, out: Path, compare=None) -> Path:
 
 def build_report(db: Path, out: Path) -> Path:
     """Write the report of one results store under ``out``; return index.html's path."""
-    db, out = Path(db), Path(out)
+    db, out = store_target(db), Path(out)
     _check_db(db)
     return _build(load_model(db), out)
 
 
 def build_comparison(a: Path, b: Path, out: Path) -> Path:
     """B's report with B-vs-A ratios and significance on top; A's report in out/a/."""
-    a, b, out = Path(a), Path(b), Path(out)
+    a, b, out = store_target(a), store_target(b), Path(out)
     _check_db(a)
     _check_db(b)
     ma, mb = load_model(a), load_model(b)

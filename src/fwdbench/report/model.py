@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..store import Store
+from ..store import ResultsStore, is_store_url, open_store
 from ..trial import TrialResult
 from . import analysis_bridge as ab
 from .numbers import FCS_B, Estimate, estimate
@@ -561,18 +561,19 @@ def load_model(db: Path | str) -> ReportModel:
     """Read a results store into the report model (nothing is written to it)."""
     from ..errors import FwdbenchError
     try:
-        store = Store(db)
+        store = open_store(db)      # a PostgreSQL URL's errors are StoreErrors already
     except sqlite3.DatabaseError as e:
         raise FwdbenchError(f"{db}: not a fwdbench results file ({e})") from None
     try:
-        return _load(store, Path(db))
+        # the report names its source: the file, or database:schema (never the URL)
+        return _load(store, Path(store.label) if is_store_url(db) else Path(db))
     except sqlite3.DatabaseError as e:
         raise FwdbenchError(f"{db}: cannot read the results ({e})") from None
     finally:
         store.close()
 
 
-def _load(store: Store, db: Path) -> ReportModel:
+def _load(store: ResultsStore, db: Path) -> ReportModel:
     camp = store.campaign()
     if camp is None:
         from ..errors import FwdbenchError
@@ -619,9 +620,8 @@ def _load(store: Store, db: Path) -> ReportModel:
             res_by_scen[r["scenario_id"]][r["goal"]].append(r["value_pps"])
 
     counts = store.trial_counts()
-    span = store.db.execute(
-        "SELECT MIN(started_at), MAX(ended_at) FROM trial WHERE status='done'").fetchone()
-    wall = (span[1] - span[0]) if span and span[0] is not None and span[1] is not None else None
+    first, last = store.done_span()
+    wall = (last - first) if first is not None and last is not None else None
 
     for sid, s in scen.items():
         _fill_scenario(s, by_scen.get(sid, []), res_by_scen.get(sid, {}))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..store import Store
+from ..store import open_store
 from ..trial import LatencySummary, TrialResult
 from ..units import line_rate_pps
 
@@ -106,7 +106,7 @@ def build_sample_store(path: Path | str, *, duts: tuple[SampleDut, ...] = DEFAUL
     if path.exists():
         raise FileExistsError(f"{path} exists; the sample store is written to a new file")
     rng = np.random.default_rng(seed)
-    store = Store(path)
+    store = open_store(path)
     line_rate = "10Gbps"
     config = {
         "campaign": {"name": "sample", "description": "Simulated DUTs (fwdbench.sim): "

@@ -6,6 +6,13 @@ queries and the report) but always recomputable from the counts.
 
 SCHEMA_VERSION = 1
 
+# Every table fwdbench creates, children first (the order they can be dropped in).
+TABLES = ("repetition_done", "result", "trial", "scenario", "campaign", "meta")
+
+# The DDL is written once, in SQLite's dialect; store/postgres.py maps the
+# column types (pg_ddl). Statements the stores run are shared too (base.py):
+# '?' placeholders, and only SQL both SQLite (>= 3.24) and PostgreSQL accept.
+
 # Each entry upgrades the schema from version i to i+1 (index i).
 MIGRATIONS: list[str] = [
     # 0 -> 1: the initial schema
@@ -83,3 +90,9 @@ MIGRATIONS: list[str] = [
     );
     """,
 ]
+
+
+def version_upsert(version: int) -> str:
+    """The statement that records the schema version (both dialects)."""
+    return ("INSERT INTO meta(key, value) VALUES ('schema_version', "
+            f"'{int(version)}') ON CONFLICT(key) DO UPDATE SET value=excluded.value")

@@ -1,53 +1,17 @@
-"""SQLite results store (WAL). Every trial row is committed when it ends.
-
-A trial is first written as ``running``; it becomes ``done`` (or ``failed``)
-when it ends. On resume, rows still ``running`` belong to a trial that was
-cut off: they are marked ``interrupted``, kept for the record, and the trial
-is run again. Only ``done`` rows count.
-"""
+"""SQLite results store (WAL): one campaign per file. Every trial row is
+committed when it ends; the queries themselves are in base.py."""
 from __future__ import annotations
 
-import json
 import sqlite3
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
 
-from ..errors import FwdbenchError
-from ..trial import LatencySummary, StreamResult, TrialResult
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .base import ResultsStore, StoreError, TrialRow, trial_from_dict
+from .schema import version_upsert
 
-
-class StoreError(FwdbenchError):
-    pass
+__all__ = ["Store", "StoreError", "TrialRow", "trial_from_dict"]
 
 
-@dataclass(frozen=True)
-class TrialRow:
-    id: int
-    scenario_id: int
-    repetition: int
-    seq: int
-    status: str
-    kind: str
-    reason: str
-    intended_load_pps: float
-    duration_s: float
-    result: TrialResult | None
-
-
-def trial_from_dict(d: dict[str, Any]) -> TrialResult:
-    streams = []
-    for s in d.get("streams", []):
-        s = dict(s)
-        lat = s.pop("latency", None)
-        streams.append(StreamResult(**s, latency=LatencySummary(**lat) if lat else None))
-    fields = {k: v for k, v in d.items() if k != "streams"}
-    return TrialResult(streams=streams, **fields)
-
-
-class Store:
+class Store(ResultsStore):
     """One campaign's results in one SQLite file."""
 
     def __init__(self, path: Path | str):
@@ -59,205 +23,27 @@ class Store:
         self.db.execute("PRAGMA foreign_keys=ON")
         self._migrate()
 
-    # -- schema -------------------------------------------------------------
-    def _version(self) -> int:
-        has_meta = self.db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
-        if not has_meta:
-            return 0
-        row = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        return int(row[0]) if row else 0
+    # -- dialect hooks ------------------------------------------------------
+    def _exec(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+        return self.db.execute(sql, args)
 
-    def _migrate(self) -> None:
-        v = self._version()
-        if v > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: schema version {v} is newer than this fwdbench "
-                f"({SCHEMA_VERSION}); upgrade fwdbench to read it")
-        for i in range(v, SCHEMA_VERSION):
-            # One script per step: the DDL and the version bump commit together.
-            self.db.executescript(
-                "BEGIN IMMEDIATE;\n" + MIGRATIONS[i] +
-                f"\nINSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '{i + 1}');"
-                "\nCOMMIT;")
+    def _insert(self, sql: str, args: tuple) -> int:
+        return int(self.db.execute(sql, args).lastrowid)
 
-    class _Tx:
-        def __init__(self, db: sqlite3.Connection):
-            self.db = db
+    def _table_exists(self, name: str) -> bool:
+        return self.db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?",
+                               (name,)).fetchone() is not None
 
-        def __enter__(self):
-            if not self.db.in_transaction:
-                self.db.execute("BEGIN IMMEDIATE")
-                self.owner = True
-            else:
-                self.owner = False
-            return self.db
+    def _in_transaction(self) -> bool:
+        return self.db.in_transaction
 
-        def __exit__(self, et, ev, tb):
-            if self.owner:
-                self.db.execute("ROLLBACK" if et else "COMMIT")
+    def _begin(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
 
-    def tx(self) -> "Store._Tx":
-        return Store._Tx(self.db)
+    def _apply_migration(self, step: int, ddl: str) -> None:
+        # One script per step: the DDL and the version bump commit together.
+        self.db.executescript(
+            "BEGIN IMMEDIATE;\n" + ddl + f"\n{version_upsert(step + 1)};\nCOMMIT;")
 
-    @property
-    def schema_version(self) -> int:
-        return self._version()
 
-    def close(self) -> None:
-        self.db.close()
-
-    # -- campaign and scenarios --------------------------------------------
-    def campaign(self) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT * FROM campaign ORDER BY id LIMIT 1").fetchone()
-        if not row:
-            return None
-        d = dict(row)
-        d["config"] = json.loads(d.pop("config_json"))
-        d["host"] = json.loads(d.pop("host_json"))
-        return d
-
-    def create_campaign(self, *, name: str, source_path: str, config_text: str,
-                        config: dict, host: dict, tool_version: str) -> int:
-        if self.campaign() is not None:
-            raise StoreError(f"{self.path} already holds a campaign; "
-                             "use 'fwdbench run --resume' to continue it")
-        with self.tx():
-            cur = self.db.execute(
-                "INSERT INTO campaign(name, source_path, config_text, config_json, host_json,"
-                " tool_version, created_at) VALUES (?,?,?,?,?,?,?)",
-                (name, source_path, config_text, json.dumps(config), json.dumps(host),
-                 tool_version, time.time()))
-            return int(cur.lastrowid)
-
-    def update_host(self, facts: dict) -> None:
-        """Merge testbed facts (placement, tuning, generator version) into the campaign's."""
-        c = self.campaign()
-        if c is None:
-            raise StoreError(f"{self.path} holds no campaign")
-        host = dict(c["host"])
-        host.update(facts)
-        with self.tx():
-            self.db.execute("UPDATE campaign SET host_json=? WHERE id=?",
-                            (json.dumps(host, default=str), c["id"]))
-
-    def add_scenario(self, campaign_id: int, idx: int, name: str, dut_name: str,
-                     dut_type: str, dut_params: dict, profile: dict, search: dict,
-                     axes: dict, max_load_pps: float) -> int:
-        with self.tx():
-            cur = self.db.execute(
-                "INSERT INTO scenario(campaign_id, idx, name, dut_name, dut_type, dut_params,"
-                " profile, search, axes, max_load_pps) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (campaign_id, idx, name, dut_name, dut_type, json.dumps(dut_params),
-                 json.dumps(profile), json.dumps(search), json.dumps(axes), max_load_pps))
-            return int(cur.lastrowid)
-
-    def scenarios(self) -> list[dict[str, Any]]:
-        out = []
-        for row in self.db.execute("SELECT * FROM scenario ORDER BY idx"):
-            d = dict(row)
-            for k in ("dut_params", "profile", "search", "axes", "describe"):
-                d[k] = json.loads(d[k]) if d[k] else None
-            out.append(d)
-        return out
-
-    def set_describe(self, scenario_id: int, describe: dict) -> None:
-        with self.tx():
-            self.db.execute("UPDATE scenario SET describe=? WHERE id=?",
-                            (json.dumps(describe, default=str), scenario_id))
-
-    # -- trials -------------------------------------------------------------
-    def mark_interrupted(self) -> int:
-        """Trials cut off by a crash or Ctrl-C: keep them, never count them."""
-        with self.tx():
-            cur = self.db.execute(
-                "UPDATE trial SET status='interrupted', error=COALESCE(error,"
-                " 'interrupted: the run stopped during this trial; it was run again')"
-                " WHERE status='running'")
-            return cur.rowcount
-
-    def begin_trial(self, scenario_id: int, repetition: int, seq: int, kind: str,
-                    reason: str, load_pps: float, duration_s: float) -> int:
-        with self.tx():
-            cur = self.db.execute(
-                "INSERT INTO trial(scenario_id, repetition, seq, status, kind, reason,"
-                " intended_load_pps, duration_s, started_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                (scenario_id, repetition, seq, "running", kind, reason, load_pps,
-                 duration_s, time.time()))
-            return int(cur.lastrowid)
-
-    def finish_trial(self, trial_id: int, result: TrialResult) -> None:
-        lat50 = lat99 = None
-        lats = [s.latency for s in result.streams if s.latency]
-        if lats:
-            lat50 = max(l.p50_ns for l in lats)
-            lat99 = max(l.p99_ns for l in lats)
-        achieved = (sum(s.achieved_tx_pps for s in result.streams) / len(result.streams)
-                    if result.streams else None)
-        with self.tx():
-            self.db.execute(
-                "UPDATE trial SET status='done', ended_at=?, intended_packets=?, tx_packets=?,"
-                " rx_packets=?, lost=?, loss_ratio=?, forwarding_rate_pps=?, achieved_tx_pps=?,"
-                " generator_limited=?, lat_p50_ns=?, lat_p99_ns=?, result_json=? WHERE id=?",
-                (time.time(), result.intended_packets, result.tx_packets, result.rx_packets,
-                 result.lost, result.loss_ratio, result.forwarding_rate_pps, achieved,
-                 int(result.generator_limited), lat50, lat99,
-                 json.dumps(result.to_dict(), default=str), trial_id))
-
-    def fail_trial(self, trial_id: int, error: str) -> None:
-        with self.tx():
-            self.db.execute("UPDATE trial SET status='failed', ended_at=?, error=? WHERE id=?",
-                            (time.time(), error, trial_id))
-
-    def done_trials(self, scenario_id: int, repetition: int) -> list[TrialRow]:
-        rows = self.db.execute(
-            "SELECT * FROM trial WHERE scenario_id=? AND repetition=? AND status='done'"
-            " ORDER BY seq", (scenario_id, repetition)).fetchall()
-        return [self._row(r) for r in rows]
-
-    def trials(self, status: str | None = "done") -> Iterator[TrialRow]:
-        q = "SELECT * FROM trial"
-        args: tuple = ()
-        if status:
-            q += " WHERE status=?"
-            args = (status,)
-        for r in self.db.execute(q + " ORDER BY scenario_id, repetition, seq, id", args):
-            yield self._row(r)
-
-    @staticmethod
-    def _row(r: sqlite3.Row) -> TrialRow:
-        res = trial_from_dict(json.loads(r["result_json"])) if r["result_json"] else None
-        return TrialRow(r["id"], r["scenario_id"], r["repetition"], r["seq"], r["status"],
-                        r["kind"], r["reason"], r["intended_load_pps"], r["duration_s"], res)
-
-    def trial_counts(self) -> dict[str, int]:
-        return {r[0]: r[1] for r in self.db.execute(
-            "SELECT status, COUNT(*) FROM trial GROUP BY status")}
-
-    # -- results ------------------------------------------------------------
-    def save_results(self, scenario_id: int, repetition: int,
-                     goals: dict[str, tuple[float | None, dict]]) -> None:
-        """Write the search results of one repetition and mark it done, atomically."""
-        now = time.time()
-        with self.tx():
-            for goal, (value, detail) in goals.items():
-                self.db.execute(
-                    "INSERT OR REPLACE INTO result(scenario_id, repetition, goal, value_pps,"
-                    " detail_json, created_at) VALUES (?,?,?,?,?,?)",
-                    (scenario_id, repetition, goal, value, json.dumps(detail, default=str), now))
-            self.db.execute(
-                "INSERT OR REPLACE INTO repetition_done(scenario_id, repetition, ended_at)"
-                " VALUES (?,?,?)", (scenario_id, repetition, now))
-
-    def repetition_done(self, scenario_id: int, repetition: int) -> bool:
-        return self.db.execute(
-            "SELECT 1 FROM repetition_done WHERE scenario_id=? AND repetition=?",
-            (scenario_id, repetition)).fetchone() is not None
-
-    def results(self) -> list[dict[str, Any]]:
-        out = []
-        for r in self.db.execute("SELECT * FROM result ORDER BY scenario_id, repetition, goal"):
-            d = dict(r)
-            d["detail"] = json.loads(d.pop("detail_json"))
-            out.append(d)
-        return out
+SQLiteStore = Store
