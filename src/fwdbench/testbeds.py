@@ -134,6 +134,8 @@ class NetnsTestbed:
         driver.check()
         lab = self.lab
         try:
+            qsize = self.campaign.file.testbed.dut_rx_queue
+            lab.set_dut_ingress("cpumap" if driver.kernel_stack and qsize else "napi", qsize)
             driver.setup(lab)
             peer_macs = driver.peer_macs(lab)
 

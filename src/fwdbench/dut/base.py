@@ -15,6 +15,10 @@ class DutDriver(ABC):
 
     name: ClassVar[str]
     modes: ClassVar[tuple[str, ...]]
+    #: True when the kernel stack does all the work on the DUT ports (no XDP
+    #: program or AF_XDP socket of the driver's own): the lab then puts its
+    #: ingress queue (testbed.dut_rx_queue) in front of the DUT CPU.
+    kernel_stack: ClassVar[bool] = False
 
     def __init__(self, params: dict[str, Any]):
         self.params = dict(params)

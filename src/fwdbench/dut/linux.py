@@ -138,6 +138,7 @@ class LinuxDut(DutDriver):
     """Linux kernel forwarding in the lab's DUT namespace."""
 
     name = "linux"
+    kernel_stack = True
     modes = MODES
 
     def __init__(self, params: dict[str, Any]):

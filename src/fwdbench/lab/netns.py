@@ -22,6 +22,8 @@ from . import cleanup
 from .addressing import FLOW_NETS, PORTS, PortPair, dut_ns, tg_ns
 from .executor import Executor
 from .netlink import link_stats
+from . import ingress
+from .ingress import IngressQueue
 from .tuning import IfaceTuning, napi_affinity, tune_rx
 
 #: sysctls set in both namespaces before any interface exists
@@ -121,6 +123,8 @@ class Lab:
         self.dut_exec = Executor(self.dut_ns)
         self.owner_pid = os.getpid()
         self.tuning: list[IfaceTuning] = []
+        self.dut_ingress = "napi"              # how the DUT ports receive (set_dut_ingress)
+        self.ingress: list[IngressQueue] = []
         self.timings: dict[str, float] = {}     # [s] per setup step
         self._made_ns: list[str] = []           # namespaces this object created (down removes only those)
         self._down = False
@@ -240,6 +244,42 @@ class Lab:
                     f"neigh replace {peer.ip6} lladdr {peer.mac} dev {me.ifname} nud permanent"]
         return out
 
+    def set_dut_ingress(self, mode: str, qsize: int = 0) -> None:
+        """How the DUT ports receive: ``napi`` (threaded NAPI on the DUT CPU, the
+        lab as built) or ``cpumap`` (a ``qsize``-frame queue in front of the DUT
+        CPU, for kernel data planes; see lab/ingress.py). A no-op without
+        kernel tuning. On failure the ports are put back to ``napi``."""
+        if mode not in ingress.MODES:
+            raise LabError(f"DUT ingress {mode!r}: must be one of {', '.join(ingress.MODES)}")
+        if not self.cfg.kernel_tuning:
+            return
+        if mode == self.dut_ingress and (mode == "napi" or
+                                         all(q.qsize == qsize for q in self.ingress)):
+            return
+        ifnames = [p.dut.ifname for p in self.ports]
+        rt = self.cfg.napi_rt_priority
+        try:
+            self._ingress_off(ifnames)
+            if mode == "cpumap":
+                self.tuning = [t for t in self.tuning if t.ifname not in ifnames]
+                for ifn in ifnames:
+                    self.ingress.append(ingress.attach(self.dut_exec, ifn, self.dut_cpu, qsize, rt))
+                self.dut_ingress = "cpumap"
+        except Exception:
+            self._ingress_off(ifnames)
+            raise
+
+    def _ingress_off(self, ifnames: list[str]) -> None:
+        """Back to threaded NAPI on the DUT ports (the kthreads are new: pin them again)."""
+        for q in self.ingress:
+            ingress.detach(self.dut_exec, q.ifname)
+        if self.dut_ingress == "napi" and not self.ingress:
+            return
+        self.ingress = []
+        self.tuning = [t for t in self.tuning if t.ifname not in ifnames]
+        self.tuning[:0] = tune_rx(self.dut_exec, ifnames, self.dut_cpu, self.cfg.napi_rt_priority)
+        self.dut_ingress = "napi"
+
     def dut_baseline(self) -> None:
         """(Re)apply the lab's own config of dut0/dut1: addresses, static neighbours, up.
 
@@ -330,6 +370,8 @@ class Lab:
             "cpu_latency_us": (self.cfg.cpu_latency_us if self._pm_qos_fd is not None
                                else getattr(self, "_pm_qos_error", None)),
             "tuning": [t.as_dict() | {"affinity_now": napi_affinity(t)} for t in self.tuning],
+            "dut_ingress": self.dut_ingress,
+            "ingress_queues": [q.as_dict() for q in self.ingress],
             "mtu": self.cfg.mtu,
             "ipv6": self.cfg.ipv6,
             "ports": [asdict(p) for p in self.ports],

@@ -1,0 +1,103 @@
+"""The lab's DUT ingress queue (lab/ingress.py): cpumap in front of the DUT
+CPU for kernel data planes, threaded NAPI for the others."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from fwdbench.campaign import build_campaign
+from fwdbench.lab import Lab, LabConfig
+from fwdbench.lab.ingress import fb_ingress_binary
+
+CPUS = sorted(os.sched_getaffinity(0))
+GEN, DUTC = CPUS[0], CPUS[-1]
+
+
+def _link(lab, ifname):
+    out = subprocess.run(["ip", "-n", lab.dut_ns, "-j", "link", "show", "dev", ifname],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)[0]
+
+
+def _threaded(lab, ifname):
+    return lab.dut_exec.run(["cat", f"/sys/class/net/{ifname}/threaded"]).stdout.strip()
+
+
+def test_fb_ingress_rejects_bad_arguments_by_name():
+    r = subprocess.run([fb_ingress_binary(), "attach", "dut0", "x", "4096"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "CPU 'x'" in r.stderr
+    r = subprocess.run([fb_ingress_binary(), "attach", "dut0", "1", "99999"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "QSIZE '99999'" in r.stderr and "0..16384" in r.stderr
+    r = subprocess.run([fb_ingress_binary(), "frobnicate"], capture_output=True, text=True)
+    assert r.returncode == 2 and "usage" in r.stderr
+
+
+@pytest.mark.root
+def test_switching_between_cpumap_and_napi():
+    with Lab.up(LabConfig(gen_cpu=GEN, dut_cpu=DUTC, napi_rt_priority=50)) as lab:
+        assert lab.dut_ingress == "napi"
+        lab.set_dut_ingress("cpumap", 2048)
+        d = lab.describe()
+        assert d["dut_ingress"] == "cpumap"
+        qs = {q["ifname"]: q for q in d["ingress_queues"]}
+        assert set(qs) == {"dut0", "dut1"}
+        for ifn, q in qs.items():
+            assert _link(lab, ifn)["xdp"]["prog"]["id"] == q["prog_id"]
+            assert _threaded(lab, ifn) == "0"
+            assert q["qsize"] == 2048 and q["cpu"] == DUTC
+            assert os.sched_getaffinity(q["kthread_pid"]) == {DUTC}
+            assert os.sched_getscheduler(q["kthread_pid"]) == os.SCHED_FIFO
+            assert os.sched_getparam(q["kthread_pid"]).sched_priority == 50
+        # the DUT side's NAPI threads are gone from the record; the tg side's stay
+        assert {t["ifname"] for t in d["tuning"]} == {"tg0", "tg1"}
+
+        lab.set_dut_ingress("napi")
+        d = lab.describe()
+        assert d["dut_ingress"] == "napi" and d["ingress_queues"] == []
+        for ifn in ("dut0", "dut1"):
+            assert "xdp" not in _link(lab, ifn)
+            assert _threaded(lab, ifn) == "1"
+        dut_threads = [n for t in d["tuning"] if t["ifname"].startswith("dut") for n in t["napi"]]
+        assert len(dut_threads) == 2
+        for n in dut_threads:
+            assert os.sched_getaffinity(n["pid"]) == {DUTC}
+            assert os.sched_getscheduler(n["pid"]) == os.SCHED_FIFO
+
+        with pytest.raises(Exception, match="must be one of napi, cpumap"):
+            lab.set_dut_ingress("ring")
+
+
+@pytest.mark.root
+def test_every_linux_mode_forwards_through_the_queue_and_xdp_gets_napi_back():
+    """Real fwdgen traffic (XDP frames, which go through the ingress program)
+    through each Linux mode, then the xdp DUT, which needs the ports free."""
+    from fwdbench.testbeds import NetnsTestbed
+
+    duts = [{"name": m, "type": "linux", "params": {"mode": m}}
+            for m in ("router", "nat", "bridge", "xconnect")]
+    duts.append({"name": "xdp-router", "type": "xdp", "params": {"mode": "router"}})
+    c = build_campaign({
+        "campaign": {"name": "ingress"},
+        "testbed": {"type": "netns", "gen_cpu": GEN, "dut_cpu": DUTC, "dut_rx_queue": 1024},
+        "trial": {"duration": "1s", "warmup": "0.2s", "drain": "0.2s", "warmup_trial": False},
+        "dut": duts,
+        "profile": [{"name": "p", "frame_size": 64, "flows": 16}],
+        "search": {"type": "sweep", "loads": ["20kpps"]},
+    }, "test_lab_ingress.py")
+    seen = {}
+    with NetnsTestbed(c) as tb:
+        for sc in c.scenarios:
+            with tb.scenario(sc) as (execute, _describe):
+                r = execute(20_000, 1.0, 0, False)
+                seen[sc.dut.name] = (tb.lab.dut_ingress, r)
+    for name, (mode, r) in seen.items():
+        assert mode == ("napi" if name == "xdp-router" else "cpumap"), name
+        assert r.tx_packets == r.intended_packets == 20_000, name
+        assert r.rx_packets == r.tx_packets and r.lost == 0, name
+        # the frames really came in through the DUT port
+        assert r.dut_counters["dut0.rx_packets"] >= r.tx_packets, name
