@@ -101,3 +101,23 @@ def test_every_linux_mode_forwards_through_the_queue_and_xdp_gets_napi_back():
         assert r.rx_packets == r.tx_packets and r.lost == 0, name
         # the frames really came in through the DUT port
         assert r.dut_counters["dut0.rx_packets"] >= r.tx_packets, name
+
+
+def test_spec_carries_the_burst_period_only_when_asked():
+    from types import SimpleNamespace
+
+    from fwdbench.lab.addressing import PORTS
+    from fwdbench.trialspec import build_spec
+
+    c = build_campaign({
+        "campaign": {"name": "spec"}, "testbed": {"type": "netns"},
+        "dut": [{"name": "r", "type": "linux", "params": {"mode": "router"}}],
+        "profile": [{"name": "p", "frame_size": 64, "direction": "bi"}],
+        "search": {"type": "sweep", "loads": ["1kpps"]},
+    }, "spec.toml")
+    sc = c.scenarios[0]
+    lab = SimpleNamespace(ports=PORTS, gen_cpu=0, dut_cpu=1)
+    plain = build_spec(lab, sc.profile, sc.trial, 1000, 1.0)
+    assert all("burst_period_us" not in p for p in plain["ports"])
+    coarse = build_spec(lab, sc.profile, sc.trial, 1000, 1.0, burst_period_us=1000.0)
+    assert [p["burst_period_us"] for p in coarse["ports"]] == [1000.0, 1000.0]

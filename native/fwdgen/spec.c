@@ -130,7 +130,8 @@ static int get_mac(struct perr *e, const char *path, json_t *v, uint8_t mac[6])
 
 static int parse_ports(struct perr *e, json_t *arr, struct fg_spec *sp)
 {
-	static const char *const keys[] = {"ifname", "mac", "peer_mac", "backend", NULL};
+	static const char *const keys[] = {"ifname", "mac", "peer_mac", "backend",
+					   "burst_period_us", NULL};
 	char p[96];
 	size_t i;
 	json_t *o, *v;
@@ -177,6 +178,14 @@ static int parse_ports(struct perr *e, json_t *arr, struct fg_spec *sp)
 				pt->backend = FG_BACKEND_AFXDP;
 			else if (strcmp(b, "auto"))
 				return fail(e, p, "\"%s\" is not one of auto, xdp, afxdp, afpacket", b);
+		}
+		if ((v = json_object_get(o, "burst_period_us"))) {
+			double us;
+
+			snprintf(p, sizeof(p), "spec.ports[%zu].burst_period_us", i);
+			if (get_num(e, p, v, 1, 100000, &us))
+				return -1;
+			pt->burst_period_ns = (uint64_t)(us * 1000.0 + 0.5);
 		}
 	}
 	sp->nports = (int)json_array_size(arr);

@@ -21,6 +21,7 @@ struct fg_spec_port {
 	uint8_t mac[6], peer_mac[6];
 	int has_mac, has_peer_mac;
 	enum fg_backend backend;
+	uint64_t burst_period_ns; /* pacing: one TX burst per period at most (0: backend's) */
 };
 
 struct fg_spec_stream {

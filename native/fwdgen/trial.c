@@ -227,10 +227,11 @@ static int port_info(struct fg_port_rt *p)
 }
 
 /* Pacing granularity: frames per burst so that a stream makes at most one
- * burst per `period` [ns] of its traffic, capped at `cap` frames. */
-static uint32_t pace_min_burst(double rate, const struct fg_txops *o)
+ * burst per `period_ns` (the port's burst_period_us, else the backend's
+ * min_period_ns) of its traffic, capped at the backend's burst_cap frames. */
+static uint32_t pace_min_burst(double rate, const struct fg_txops *o, uint64_t period_ns)
 {
-	double b = rate * (double)o->min_period_ns * 1e-9;
+	double b = rate * (double)(period_ns ? period_ns : o->min_period_ns) * 1e-9;
 
 	if (rate <= 0)
 		return o->burst_cap;
@@ -665,7 +666,8 @@ static int open_all(struct fg_run *r, char *err, size_t errlen)
 	for (i = 0; !rc && i < r->nstreams; i++) {
 		struct fg_stream_rt *s = r->streams[i];
 
-		s->min_burst = pace_min_burst(s->rate, s->txo);
+		s->min_burst = pace_min_burst(s->rate, s->txo,
+					      r->ports[s->tx_port].sp->burst_period_ns);
 		rc = s->txo->open(r, s, err, errlen);
 	}
 	if (rc)

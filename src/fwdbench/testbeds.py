@@ -33,6 +33,9 @@ def counter_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
     return out
 
 
+#: fwdgen pacing period [us] when the DUT ports have the lab's ingress queue
+INGRESS_BURST_PERIOD_US = 1000.0
+
 class SimTestbed:
     """Simulated DUTs. FWDBENCH_SIM_DELAY=<s> makes each trial take that long
     (used by tests that interrupt a run in the middle)."""
@@ -144,9 +147,14 @@ class NetnsTestbed:
                 # A latency trial at 0 % of the PDR has no background load: the
                 # stream itself runs at the latency rate and is the latency stream.
                 idle = load_pps == 0
+                # Behind the deep ingress queue, coarser bursts free the generator's
+                # CPU (contracts.md, burst_period_us); latency trials keep fwdgen's
+                # fine default so every DUT's latency is measured with one pattern.
+                period = INGRESS_BURST_PERIOD_US if lab.dut_ingress == "cpumap" and not latency else None
                 spec = build_spec(lab, sc.profile, sc.trial,
                                   sc.trial.latency_rate if idle else load_pps, duration_s,
-                                  peer_macs=peer_macs, latency=latency and not idle)
+                                  peer_macs=peer_macs, latency=latency and not idle,
+                                  burst_period_us=period)
                 before = driver.counters()
                 pids = getattr(driver, "pids", lambda: [])()
                 self.energy.start(pids=pids)

@@ -9,11 +9,13 @@ from .units import parse_duration
 
 def build_spec(lab, profile: Profile, trial: TrialSettings, load_pps: float,
                duration_s: float, *, peer_macs: dict[str, str] | None = None,
-               warmup: bool = True, latency: bool = False) -> dict[str, Any]:
+               warmup: bool = True, latency: bool = False,
+               burst_period_us: float | None = None) -> dict[str, Any]:
     """Streams: tg0 -> tg1 (and tg1 -> tg0 for bidirectional), flows in the lab's flow nets.
 
     ``peer_macs`` (from the DUT driver) is the destination MAC per tg port: the DUT
-    port's for L3 data planes, the other tg port's for L2 modes."""
+    port's for L3 data planes, the other tg port's for L2 modes. ``burst_period_us``
+    sets fwdgen's pacing granularity (None: fwdgen's default; contracts.md, 1)."""
     p0, p1 = lab.ports[0], lab.ports[1]
     if profile.l3 == "ipv4":
         net0, net1 = p0.flows4, p1.flows4
@@ -24,6 +26,9 @@ def build_spec(lab, profile: Profile, trial: TrialSettings, load_pps: float,
          "peer_mac": (peer_macs or {}).get(p.tg.ifname, p.dut.mac), "backend": trial.backend}
         for p in (p0, p1)
     ]
+    if burst_period_us:
+        for port in ports:
+            port["burst_period_us"] = burst_period_us
     streams = [{"id": 0, "tx_port": 0, "rx_port": 1, "src": net0, "dst": net1,
                 "src_port": 1024, "dst_port": 1024}]
     if profile.direction == "bi":

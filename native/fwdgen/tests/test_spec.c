@@ -102,6 +102,14 @@ int main(void)
 	expect_err("{\"ports\":[{\"ifname\":\"tg0\",\"backend\":\"dpdk\"}]," BASE_STREAMS
 		   ",\"profile\":{\"frame_size\":64},\"load_pps\":1000,\"duration_s\":1}",
 		   "spec.ports[0].backend: \"dpdk\" is not one of");
+	expect_err("{\"ports\":[{\"ifname\":\"tg0\",\"peer_mac\":\"02:fb:00:00:01:01\","
+		   "\"burst_period_us\":0}]," BASE_STREAMS
+		   ",\"profile\":{\"frame_size\":64},\"load_pps\":1000,\"duration_s\":1}",
+		   "spec.ports[0].burst_period_us");
+	expect_ok("{\"ports\":[{\"ifname\":\"tg0\",\"peer_mac\":\"02:fb:00:00:01:01\","
+		  "\"burst_period_us\":1000},{\"ifname\":\"tg1\"}]," BASE_STREAMS
+		  ",\"profile\":{\"frame_size\":64},\"load_pps\":1000,\"duration_s\":1}",
+		  "burst_period_us");
 	expect_err("{" BASE_PORTS "," BASE_STREAMS ",\"profile\":{\"frame_size\":64},"
 		   "\"load_pps\":1000,\"duration_s\":1,\"latency\":{\"enabled\":1}}",
 		   "spec.latency.enabled: must be true or false");
