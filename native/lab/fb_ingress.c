@@ -9,6 +9,7 @@
  * The program is attached in driver mode through netlink, so it stays on the
  * interface after this process exits and goes away with the interface.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <net/if.h>
@@ -44,24 +45,31 @@ static int parse_u32(const char *s, const char *what, unsigned long max, __u32 *
 /* the cpumap kthread of entry `cpu` of map `map_id` is named cpumap/<cpu>/map:<id> */
 static long kthread_pid(__u32 cpu, __u32 map_id)
 {
-	char want[32], path[64], comm[32];
-	long pid, found = -1;
+	char want[32], path[300], comm[32];
+	struct dirent *d;
+	long found = -1;
+	DIR *proc = opendir("/proc");
 
+	if (!proc)
+		return -1;
 	snprintf(want, sizeof(want), "cpumap/%u/map:%u", cpu, map_id);
-	for (pid = 2; pid < 4194304 && found < 0; pid++) {
+	while (found < 0 && (d = readdir(proc))) {
 		FILE *f;
 
-		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+		if (d->d_name[0] < '1' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
 		f = fopen(path, "r");
 		if (!f)
 			continue;
 		if (fgets(comm, sizeof(comm), f)) {
 			comm[strcspn(comm, "\n")] = 0;
 			if (!strcmp(comm, want))
-				found = pid;
+				found = strtol(d->d_name, NULL, 10);
 		}
 		fclose(f);
 	}
+	closedir(proc);
 	return found;
 }
 
