@@ -41,6 +41,7 @@ def main() -> int:
         lab = Lab.up(cfg)
         t1 = time.perf_counter()
         d = LinuxDut({"mode": "router"})
+        lab.set_dut_ingress("cpumap", 4096)     # as the testbed does for kernel DUTs
         d.setup(lab)
         t2 = time.perf_counter()
         d.teardown()
