@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Forwarding rate of every lab data plane, side by side in one run (root).
+
+Offers more than any of them forwards (default 1.5 Mpps of 64 B frames, 64
+flows, tg0 -> tg1) for a few seconds and prints the rate that came out (RFC
+2285's forwarding rate at maximum offered load), the DUT CPU's busy share
+and whether the generator reached the offered load. Peers of issue 7 (vfwd):
+the Linux router (with the lab's DUT ingress queue, and with veth's own ring
+and threaded NAPI as the issue measured it), DPDK testpmd on net_af_xdp,
+and the xdp DUT.
+
+Usage: sudo .venv/bin/python bench/lab_duts.py [--load-pps 1.5e6] [--seconds 3] [--trials 3]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from fwdbench.campaign import build_campaign  # noqa: E402
+from fwdbench.testbeds import NetnsTestbed  # noqa: E402
+
+PEERS = [
+    ("linux router (ingress queue)", {"type": "linux", "params": {"mode": "router"}}, 4096),
+    ("linux router (veth ring)", {"type": "linux", "params": {"mode": "router"}}, 0),
+    ("testpmd mac (net_af_xdp)", {"type": "testpmd", "params": {"mode": "mac"}}, 4096),
+    ("vfwd router (AF_XDP)", {"type": "vfwd", "params": {"mode": "router"}}, 4096),
+    ("xdp router", {"type": "xdp", "params": {"mode": "router"}}, 4096),
+]
+
+
+def campaign(dut: dict, rxq: int, load: float):
+    return build_campaign({
+        "campaign": {"name": "lab-duts"},
+        "testbed": {"type": "netns", "max_load": "3Mpps", "dut_rx_queue": rxq},
+        "trial": {"duration": "1s", "warmup": "0.3s", "drain": "0.2s"},
+        "dut": [{"name": "d", **dut}],
+        "profile": [{"name": "udp4-64", "frame_size": 64, "flows": 64,
+                     "vary": ["src_ip", "src_port"]}],
+        "search": {"type": "sweep", "loads": [load]},
+    }, "bench/lab_duts.py")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--load-pps", type=float, default=1.5e6)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--only", default="", help="run only peers whose label contains this")
+    args = ap.parse_args()
+    print(f"offered {args.load_pps / 1e6:.2f} Mpps x {args.seconds:g} s, {args.trials} trials; "
+          f"median [min-max]")
+    for label, dut, rxq in PEERS:
+        if args.only not in label:
+            continue
+        c = campaign(dut, rxq, args.load_pps)
+        fwd, tx, busy = [], [], []
+        with NetnsTestbed(c) as tb, tb.scenario(c.scenarios[0]) as (execute, _d):
+            execute(args.load_pps, 1.0, 0, False)        # warm-up, discarded
+            for i in range(args.trials):
+                r = execute(args.load_pps, args.seconds, i + 1, False)
+                fwd.append(r.rx_packets / args.seconds / 1e6)
+                tx.append(r.tx_packets / args.seconds / 1e6)
+                cpu = (r.meters.get("cpu") or {}).get("per_cpu", {}).get(str(tb.lab.dut_cpu), {})
+                busy.append(cpu.get("busy", float("nan")))
+            ingress = tb.lab.dut_ingress
+        print(f"  {label:30s} forwarded {statistics.median(fwd):.3f} "
+              f"[{min(fwd):.3f}-{max(fwd):.3f}] Mpps; generator sent "
+              f"{statistics.median(tx):.3f} Mpps; DUT CPU {statistics.median(busy) * 100:.0f} % "
+              f"busy; ingress {ingress}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
