@@ -163,3 +163,16 @@ def test_generator_limited_trials_are_counted(tmp_path):
     w = [w for w in m.warnings if w.kind == "generator-limited"]
     assert w and "2.000 Mpps" in w[0].message
     assert [w.kind for w in m.warnings].count("repetitions") == 1   # one repetition: no CI
+
+
+def test_dut_ingress_queue_is_reported(tmp_path):
+    """A netns campaign without testbed.dut_rx_queue ran with the default queue:
+    the report's testbed section and methods text say so."""
+    db = tmp_path / "r.sqlite"
+    _store(db, 64, direction="uni")
+    m = load_model(db)
+    assert m.placement["dut_rx_queue"] == 4096
+    build_report(db, tmp_path / "rep")
+    html = (tmp_path / "rep" / "index.html").read_text()
+    assert "4096 frames (cpumap)" in html
+    assert "Kernel data planes received through a 4096-frame queue" in html

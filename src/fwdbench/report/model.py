@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..campaign import Testbed
 from ..store import ResultsStore, is_store_url, open_store
 from ..trial import TrialResult
 from . import analysis_bridge as ab
@@ -61,6 +62,8 @@ def slug(text: str) -> str:
     s = re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()
     return s[:60] or "x"
 
+
+_TESTBED_DEFAULTS = {k: f.default for k, f in Testbed.model_fields.items()}
 
 @dataclass
 class GoalResult:
@@ -637,6 +640,9 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
         "dut_cpu": host.get("dut_cpu", tb.get("dut_cpu")),
         "testbed": tb.get("type"),
         "kernel_tuning": tb.get("kernel_tuning"),
+        # absent from older campaign files: the schema's default applied to them too
+        "dut_rx_queue": tb.get("dut_rx_queue", _TESTBED_DEFAULTS["dut_rx_queue"])
+        if tb.get("type", "netns") == "netns" else None,
         "line_rate": tb.get("line_rate"),
         "max_load": tb.get("max_load"),
     }
@@ -1062,6 +1068,11 @@ def methodology_text(m: ReportModel) -> str:
         parts.append(f"The generator ran on CPU {m.placement['gen_cpu']} and the DUT on CPU "
                      f"{m.placement['dut_cpu']} of the same host, joined by veth pairs "
                      "in network namespaces.")
+        q = m.placement.get("dut_rx_queue")
+        if q and m.placement.get("kernel_tuning", True) is not False:
+            parts.append(f"Kernel data planes received through a {q}-frame queue in front "
+                         "of the DUT CPU (cpumap, as a NIC's RX ring); the others through "
+                         "veth's 256-frame ring with threaded NAPI on the DUT CPU.")
     if m.energy_any:
         kinds = {mp.energy_measured for s in m.scenarios for mp in s.meters
                  if mp.joules is not None}
