@@ -11,35 +11,9 @@ from pathlib import Path
 
 import pytest
 
-CAMPAIGN = """
-[campaign]
-name = "resume"
-repetitions = 2
+from helpers import sim_campaign
 
-[testbed]
-type = "sim"
-max_load = "2Mpps"
-
-[trial]
-duration = "1s"
-
-[[dut]]
-name = "realistic"
-type = "sim"
-params = { model = "realistic", capacity_pps = 1000000, seed = 7 }
-
-[[dut]]
-name = "noisy"
-type = "sim"
-params = { model = "noisy", capacity_pps = 600000, seed = 8 }
-
-[[profile]]
-name = "p"
-
-[search]
-type = "binary"
-relative_width = 0.01
-"""
+CAMPAIGN = sim_campaign("resume")
 
 FWDBENCH = [sys.executable, "-m", "fwdbench.cli"]
 

@@ -4,24 +4,8 @@ import sqlite3
 import pytest
 
 from fwdbench.store import SCHEMA_VERSION, Store, StoreError
-from fwdbench.trial import LatencySummary, StreamResult, TrialResult
-
-
-def _result(load=1000.0, rx=999):
-    lat = LatencySummary(rx, 1000, 1500.5, 1400, 1900, 2500, 4000, 9000, 12.5, "HISTFAAA")
-    return TrialResult(load, 1.0, [StreamResult(0, "tg0", "tg1", load, 1000, 1000, 60000, rx,
-                                                rx * 60, reordered=1, duplicated=0,
-                                                achieved_tx_pps=load, latency=lat)],
-                       backend="xdp", warmup_s=0.5, raw={"ok": True},
-                       dut_counters={"dut0": {"rx_packets": 1000}},
-                       meters={"energy": {"joules": 1.5, "measured": False}})
-
-
-def _campaign(st):
-    cid = st.create_campaign(name="c", source_path="c.toml", config_text="[campaign]\n",
-                             config={"a": 1}, host={"kernel": "6"}, tool_version="0.1")
-    return st.add_scenario(cid, 0, "s0", "d", "sim", {"m": 1}, {"l3": "ipv4"},
-                           {"type": "sweep"}, {"dut": "d"}, 1e6)
+from helpers import store_campaign as _campaign
+from helpers import store_result as _result
 
 
 def test_round_trip_keeps_every_field(tmp_path):

@@ -26,7 +26,9 @@ import pytest
 from fwdbench.store import (SCHEMA_VERSION, SQLiteStore, StoreError, open_store, remove_store)
 from fwdbench.store.postgres import PostgresStore, mask_url, pg_ddl, split_url
 from fwdbench.store.schema import MIGRATIONS
-from fwdbench.trial import LatencySummary, StreamResult, TrialResult
+from helpers import sim_campaign
+from helpers import store_campaign as _campaign
+from helpers import store_result as _result
 
 SECRET_USER, SECRET_PW = "fwdsecret", "s3cret-pw"
 
@@ -119,23 +121,6 @@ def raw_exec(target, sql: str) -> list[tuple]:
         con.execute(f'SET search_path TO "{schema}"')
         cur = con.execute(sql)
         return cur.fetchall() if cur.description else []
-
-
-def _result(load=1000.0, rx=999, tx=1000):
-    lat = LatencySummary(rx, 1000, 1500.5, 1400, 1900, 2500, 4000, 9000, 12.5, "HISTFAAA")
-    return TrialResult(load, 1.0, [StreamResult(0, "tg0", "tg1", load, tx, tx, tx * 60, rx,
-                                                rx * 60, reordered=1, duplicated=0,
-                                                achieved_tx_pps=load, latency=lat)],
-                       backend="xdp", warmup_s=0.5, raw={"ok": True},
-                       dut_counters={"dut0": {"rx_packets": 1000}},
-                       meters={"energy": {"joules": 1.5, "measured": False}})
-
-
-def _campaign(st):
-    cid = st.create_campaign(name="c", source_path="c.toml", config_text="[campaign]\n",
-                             config={"a": 1}, host={"kernel": "6"}, tool_version="0.1")
-    return st.add_scenario(cid, 0, "s0", "d", "sim", {"m": 1}, {"l3": "ipv4"},
-                           {"type": "sweep"}, {"dut": "d"}, 1e6)
 
 
 # -- the same behaviour on both backends ----------------------------------------
@@ -397,35 +382,7 @@ def test_mask_url():
 
 # -- end to end: fwdbench run / results / report / analyze into PostgreSQL --------
 
-CAMPAIGN = """
-[campaign]
-name = "pgrun"
-repetitions = 2
-
-[testbed]
-type = "sim"
-max_load = "2Mpps"
-
-[trial]
-duration = "1s"
-
-[[dut]]
-name = "realistic"
-type = "sim"
-params = { model = "realistic", capacity_pps = 1000000, seed = 7 }
-
-[[dut]]
-name = "noisy"
-type = "sim"
-params = { model = "noisy", capacity_pps = 600000, seed = 8 }
-
-[[profile]]
-name = "p"
-
-[search]
-type = "binary"
-relative_width = 0.01
-"""
+CAMPAIGN = sim_campaign("pgrun")
 
 FWDBENCH = [sys.executable, "-m", "fwdbench.cli"]
 

@@ -1,0 +1,54 @@
+"""Test data shared by several test files (pytest puts tests/ on sys.path)."""
+from fwdbench.trial import LatencySummary, StreamResult, TrialResult
+
+#: a small two-DUT campaign on simulated devices; ``sim_campaign(name)`` names it
+SIM_CAMPAIGN = """
+[campaign]
+name = "{name}"
+repetitions = 2
+
+[testbed]
+type = "sim"
+max_load = "2Mpps"
+
+[trial]
+duration = "1s"
+
+[[dut]]
+name = "realistic"
+type = "sim"
+params = { model = "realistic", capacity_pps = 1000000, seed = 7 }
+
+[[dut]]
+name = "noisy"
+type = "sim"
+params = { model = "noisy", capacity_pps = 600000, seed = 8 }
+
+[[profile]]
+name = "p"
+
+[search]
+type = "binary"
+relative_width = 0.01
+"""
+
+
+def sim_campaign(name: str) -> str:
+    return SIM_CAMPAIGN.replace("{name}", name)
+
+
+def store_result(load=1000.0, rx=999, tx=1000):
+    lat = LatencySummary(rx, 1000, 1500.5, 1400, 1900, 2500, 4000, 9000, 12.5, "HISTFAAA")
+    return TrialResult(load, 1.0, [StreamResult(0, "tg0", "tg1", load, tx, tx, tx * 60, rx,
+                                                rx * 60, reordered=1, duplicated=0,
+                                                achieved_tx_pps=load, latency=lat)],
+                       backend="xdp", warmup_s=0.5, raw={"ok": True},
+                       dut_counters={"dut0": {"rx_packets": 1000}},
+                       meters={"energy": {"joules": 1.5, "measured": False}})
+
+
+def store_campaign(st):
+    cid = st.create_campaign(name="c", source_path="c.toml", config_text="[campaign]\n",
+                             config={"a": 1}, host={"kernel": "6"}, tool_version="0.1")
+    return st.add_scenario(cid, 0, "s0", "d", "sim", {"m": 1}, {"l3": "ipv4"},
+                           {"type": "sweep"}, {"dut": "d"}, 1e6)
