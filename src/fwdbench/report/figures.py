@@ -146,13 +146,15 @@ class FigureWriter:
     def save(self, fig, name: str, title: str, caption: str, basis: str = "measured") -> Figure:
         buf = io.StringIO()
         with plt.rc_context({"svg.hashsalt": name}):   # ids unique across inline SVGs
-            fig.savefig(buf, format="svg", metadata={"Date": None})
+            # tight: a figure legend wider than the axes (8 DUTs) is not cut off
+            fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight",
+                        pad_inches=0.05)
         svg = buf.getvalue()
         (self.dir / f"{name}.svg").write_text(svg, encoding="utf-8")
         files = {"svg": f"figures/{name}.svg"}
         if self.pdf:
-            fig.savefig(self.dir / f"{name}.pdf", format="pdf",
-                        metadata={"CreationDate": None, "Creator": "fwdbench"})
+            fig.savefig(self.dir / f"{name}.pdf", format="pdf", bbox_inches="tight",
+                        pad_inches=0.05, metadata={"CreationDate": None, "Creator": "fwdbench"})
             files["pdf"] = f"figures/{name}.pdf"
         plt.close(fig)
         if self.simulated and basis in ("measured", "derived"):
@@ -232,6 +234,7 @@ def goal_bars(m: ReportModel, st: DutStyle, w: FigureWriter) -> Figure | None:
                    edgecolor="black", linewidth=0.5, label=tex_safe(dut),
                    yerr=[lo, hi], capsize=2.5, error_kw={"elinewidth": 0.9, "ecolor": "black"})
         _mpps_axis(ax, "y")
+        ax.set_ylim(bottom=0)          # a rate is not negative; wide t intervals are in the table
         ax.set_ylabel(f"{goal_label(goal)}\n[Mpps per direction]")
         ax.grid(axis="x", visible=False)
     ax = axes[-1][0]
