@@ -18,12 +18,14 @@ import difflib
 import enum
 import re
 import types
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import annotated_types as at
 from pydantic import BaseModel, ValidationError
 
 from .errors import CampaignError
+
+M = TypeVar("M", bound=BaseModel)
 
 __all__ = ["campaign_error"]
 
@@ -41,6 +43,17 @@ _EXPECTED = {
     "dataclass_type": "a table",
 }
 _BOUND_TYPES = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
+def parse_params(model: type[M], params: Any, where: str) -> M:
+    """A DUT's ``params`` table validated as ``model``, or a CampaignError naming
+    ``where`` (e.g. ``dut[0].params``) and the field."""
+    if not isinstance(params, dict):
+        raise CampaignError(f"{where}: must be a table of parameters, got {params!r}")
+    try:
+        return model.model_validate(params)
+    except ValidationError as e:
+        raise campaign_error(e, model, where=where) from None
 
 
 def campaign_error(err: ValidationError, model: type[BaseModel] | None = None, *,

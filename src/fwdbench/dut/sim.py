@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
 
-from ..validation import campaign_error
+from ..validation import parse_params
 from . import register
 from .base import DutDriver
 
@@ -22,10 +21,7 @@ class SimDriver(DutDriver):
     @classmethod
     def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
         from ..sim import SimParams
-        try:
-            return SimParams.model_validate(params).model_dump(mode="json")
-        except ValidationError as e:
-            raise campaign_error(e, SimParams, where=where) from None
+        return parse_params(SimParams, params, where).model_dump(mode="json")
 
     def setup(self, lab) -> None:
         pass

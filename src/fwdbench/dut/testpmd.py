@@ -38,10 +38,10 @@ import threading
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import CampaignError, DutError
-from ..validation import campaign_error
+from ..validation import parse_params
 from . import register
 from .base import DutDriver
 
@@ -278,12 +278,7 @@ class DpdkTestpmdDut(DutDriver):
 
     @classmethod
     def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
-        if not isinstance(params, dict):
-            raise CampaignError(f"{where}: must be a table of parameters, got {params!r}")
-        try:
-            p = TestpmdParams.model_validate(params)
-        except ValidationError as e:
-            raise campaign_error(e, TestpmdParams, where=where) from None
+        p = parse_params(TestpmdParams, params, where)
         # a veth has as many queues as the host has CPUs (its default maximum)
         ncpu = os.cpu_count() or 1
         if p.queues > ncpu:

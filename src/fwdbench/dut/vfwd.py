@@ -27,10 +27,11 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .. import native
 from ..errors import CampaignError, DutError
-from ..validation import campaign_error
+from ..validation import parse_params
 from . import register
 from .base import DutDriver
 
@@ -43,23 +44,12 @@ READY_TIMEOUT_S = 30.0      # [s] from start to the ready line (2^20 routes take
 STOP_TIMEOUT_S = 10.0       # [s] after SIGTERM before SIGKILL
 
 
-def native_build_dir() -> Path:
-    """native/build of this checkout, or $FWDBENCH_NATIVE_BUILD."""
-    env = os.environ.get("FWDBENCH_NATIVE_BUILD")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "native" / "build"
-
-
 def vfwd_binary() -> Path:
     """native/build/vfwd, or `vfwd` on $PATH. $FWDBENCH_VFWD overrides (e.g. vfwd-asan)."""
     env = os.environ.get("FWDBENCH_VFWD")
     if env:
         return Path(env)
-    p = native_build_dir() / "vfwd"
-    if not p.exists() and shutil.which("vfwd"):
-        return Path(shutil.which("vfwd"))  # type: ignore[arg-type]
-    return p
+    return native.tool("vfwd")
 
 
 class WorkParams(BaseModel):
@@ -300,10 +290,7 @@ class VfwdDut(DutDriver):
 
     @classmethod
     def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
-        try:
-            p = VfwdParams.model_validate(params)
-        except ValidationError as e:
-            raise campaign_error(e, VfwdParams, where=where) from None
+        p = parse_params(VfwdParams, params, where)
         if p.cpus is not None and len(p.cpus) > p.workers:
             raise CampaignError(f"campaign: {where}.cpus: {len(p.cpus)} CPUs for "
                                 f"{p.workers} worker(s); give at most one per worker")

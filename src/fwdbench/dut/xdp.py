@@ -35,15 +35,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from .. import native
 from ..errors import CampaignError, DutError
-from ..validation import campaign_error
+from ..validation import parse_params
 from . import register
 from .base import DutDriver
 
@@ -54,22 +54,10 @@ MAX_ROUTES = 1 << 20
 PASS_PREFIX, DROP_PREFIX = "pass_", "drop_"
 
 
-def native_build_dir() -> Path:
-    """native/build of this checkout, or $FWDBENCH_NATIVE_BUILD."""
-    env = os.environ.get("FWDBENCH_NATIVE_BUILD")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "native" / "build"
-
-
 def fb_xdp_paths() -> tuple[Path, Path]:
-    """(loader binary, BPF object). The binary may also come from $PATH."""
-    d = native_build_dir()
-    binary = d / "fb-xdp"
-    if not binary.exists() and shutil.which("fb-xdp"):
-        binary = Path(shutil.which("fb-xdp"))  # type: ignore[arg-type]
-        return binary, binary.parent / "xdp_fwd.bpf.o"
-    return binary, d / "xdp_fwd.bpf.o"
+    """(loader binary, BPF object beside it). The binary may also come from $PATH."""
+    binary = native.tool("fb-xdp")
+    return binary, binary.parent / "xdp_fwd.bpf.o"
 
 
 class XdpParams(BaseModel):
@@ -131,12 +119,7 @@ class XdpDut(DutDriver):
 
     @classmethod
     def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
-        if not isinstance(params, dict):
-            raise CampaignError(f"{where}: must be a table of parameters, got {params!r}")
-        try:
-            p = XdpParams.model_validate(params)
-        except ValidationError as e:
-            raise campaign_error(e, XdpParams, where=where) from None
+        p = parse_params(XdpParams, params, where)
         if p.mode == "xconnect":
             for key in ("routes", "routes6", "fib_lookup"):
                 if key in params:

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, asdict
-from pathlib import Path
 from typing import Any
 
+from .. import native
 from ..errors import LabError
 from .executor import Executor
 
@@ -35,15 +34,11 @@ MAX_QSIZE = 16384
 
 def fb_ingress_binary() -> str:
     """native/build/fb-ingress of this checkout ($FWDBENCH_NATIVE_BUILD overrides), or $PATH."""
-    env = os.environ.get("FWDBENCH_NATIVE_BUILD")
-    d = Path(env) if env else Path(__file__).resolve().parents[3] / "native" / "build"
-    built = d / "fb-ingress"
-    if built.is_file() and os.access(built, os.X_OK):
-        return str(built)
-    found = shutil.which("fb-ingress")
-    if found:
-        return found
-    raise LabError(f"fb-ingress not found in {d}: build it with `make -C native`")
+    p = native.tool("fb-ingress")
+    if not (p.is_file() and os.access(p, os.X_OK)):
+        raise LabError(f"fb-ingress not found in {native.build_dir()}: build it with "
+                       f"`make -C native`")
+    return str(p)
 
 
 @dataclass
