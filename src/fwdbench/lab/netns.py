@@ -257,25 +257,28 @@ class Lab:
                                          all(q.qsize == qsize for q in self.ingress)):
             return
         ifnames = [p.dut.ifname for p in self.ports]
-        rt = self.cfg.napi_rt_priority
         try:
-            self._ingress_off(ifnames)
-            if mode == "cpumap":
-                self.tuning = [t for t in self.tuning if t.ifname not in ifnames]
-                for ifn in ifnames:
-                    self.ingress.append(ingress.attach(self.dut_exec, ifn, self.dut_cpu, qsize, rt))
-                self.dut_ingress = "cpumap"
+            self._detach_queues()
+            if mode == "napi":
+                self._napi_on(ifnames)
+                return
+            self.tuning = [t for t in self.tuning if t.ifname not in ifnames]
+            self.dut_ingress = "cpumap"
+            for ifn in ifnames:
+                self.ingress.append(ingress.attach(self.dut_exec, ifn, self.dut_cpu, qsize,
+                                                   self.cfg.napi_rt_priority))
         except Exception:
-            self._ingress_off(ifnames)
+            self._detach_queues()
+            self._napi_on(ifnames)
             raise
 
-    def _ingress_off(self, ifnames: list[str]) -> None:
-        """Back to threaded NAPI on the DUT ports (the kthreads are new: pin them again)."""
+    def _detach_queues(self) -> None:
         for q in self.ingress:
             ingress.detach(self.dut_exec, q.ifname)
-        if self.dut_ingress == "napi" and not self.ingress:
-            return
         self.ingress = []
+
+    def _napi_on(self, ifnames: list[str]) -> None:
+        """Threaded NAPI on the DUT ports again (the kthreads are new: pin them again)."""
         self.tuning = [t for t in self.tuning if t.ifname not in ifnames]
         self.tuning[:0] = tune_rx(self.dut_exec, ifnames, self.dut_cpu, self.cfg.napi_rt_priority)
         self.dut_ingress = "napi"
