@@ -62,9 +62,18 @@ def attach(ex: Executor, ifname: str, cpu: int, qsize: int, rt_priority: int) ->
     ex.write_sysfs([f"/sys/class/net/{ifname}/threaded"], "0")
     r = ex.run([fb_ingress_binary(), "attach", ifname, str(cpu), str(qsize)])
     try:
-        info = json.loads(r.stdout)
+        return _queue(r.stdout, ifname, cpu, qsize, rt_priority)
+    except LabError:
+        detach(ex, ifname)          # attached but unusable: leave the port as it was
+        raise
+
+
+def _queue(out: str, ifname: str, cpu: int, qsize: int, rt_priority: int) -> IngressQueue:
+    """The queue fb-ingress reported, its kthread checked and given its priority."""
+    try:
+        info = json.loads(out)
     except json.JSONDecodeError:
-        raise LabError(f"fb-ingress attach {ifname}: unexpected output {r.stdout!r}") from None
+        raise LabError(f"fb-ingress attach {ifname}: unexpected output {out!r}") from None
     q = IngressQueue(ifname, cpu, qsize, int(info["prog_id"]), int(info["map_id"]),
                      int(info["kthread_pid"]), rt_priority)
     if q.kthread_pid > 0:
@@ -80,7 +89,6 @@ def attach(ex: Executor, ifname: str, cpu: int, qsize: int, rt_priority: int) ->
         raise LabError(f"cpumap kthread for {ifname} (CPU {cpu}, map {q.map_id}) not found; "
                        f"cannot give it SCHED_FIFO {rt_priority}")
     return q
-
 
 def detach(ex: Executor, ifname: str) -> None:
     ex.run([fb_ingress_binary(), "detach", ifname])
