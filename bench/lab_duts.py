@@ -7,7 +7,8 @@ flows, tg0 -> tg1) for a few seconds and prints the rate that came out (RFC
 and whether the generator reached the offered load. Peers of issue 7 (vfwd):
 the Linux router (with the lab's DUT ingress queue, and with veth's own ring
 and threaded NAPI as the issue measured it), DPDK testpmd on net_af_xdp,
-and the xdp DUT.
+and the xdp DUT. vfwd runs as campaigns run it (rx_mode auto: interrupt,
+one priority above the lab's NAPI threads) and spinning at normal priority.
 
 Usage: sudo .venv/bin/python bench/lab_duts.py [--load-pps 1.5e6] [--seconds 3] [--trials 3]
 """
@@ -28,6 +29,8 @@ PEERS = [
     ("linux router (veth ring)", {"type": "linux", "params": {"mode": "router"}}, 0),
     ("testpmd mac (net_af_xdp)", {"type": "testpmd", "params": {"mode": "mac"}}, 4096),
     ("vfwd router (AF_XDP)", {"type": "vfwd", "params": {"mode": "router"}}, 4096),
+    ("vfwd router (AF_XDP, poll)", {"type": "vfwd", "params": {
+        "mode": "router", "rx_mode": "poll", "sched_priority": 0}}, 4096),
     ("xdp router", {"type": "xdp", "params": {"mode": "router"}}, 4096),
 ]
 

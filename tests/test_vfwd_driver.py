@@ -16,7 +16,7 @@ import pytest
 
 from fwdbench.dut import load_drivers
 from fwdbench.dut.vfwd import (VfwdDut, VfwdParams, _Port, flatten_stats, query, render_config,
-                               vfwd_binary)
+                               resolve_rx_mode, vfwd_binary)
 from fwdbench.errors import CampaignError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,6 +50,8 @@ def test_registered():
     ({"mode": "xconnect", "routes": 4}, "dut[0].params"),
     ({"mode": "router", "work": {"hashes": 3}}, "dut[0].params"),
     ({"workers": 1, "cpus": [0, 1]}, "dut[0].params.cpus"),
+    ({"rx_mode": "sometimes"}, "dut[0].params.rx_mode"),
+    ({"sched_priority": 100}, "dut[0].params.sched_priority"),
 ])
 def test_validate_names_the_field(params, field):
     with pytest.raises(CampaignError) as e:
@@ -153,11 +155,61 @@ def test_pg_stats_and_vector_sizes(tmp_path):
     ("port 0 a driver pg\nmax-vector 0\n", 2, "max-vector"),
     ("port 0 a driver pg\n\n# x\nroute 10.0.0.0/8 via 10.0.0.1\n", 4, "no neighbour"),
     ("port 0 a driver pg\nmode fast\n", 2, "mode: 'fast'"),
+    ("port 0 a driver pg\nrx-mode sometimes\n", 2, "rx-mode: 'sometimes' must be poll"),
+    ("port 0 a driver pg\n\nsched-priority 100\n", 3, "sched-priority: '100' must be 0"),
 ])
 def test_config_errors_name_the_line(tmp_path, text, line, words):
     r = run_vfwd(tmp_path, text, "--check")
     assert r.returncode == 2
     assert f"v.conf:{line}:" in r.stderr and words in r.stderr
+
+
+@needs_vfwd
+@pytest.mark.parametrize("lines, mode, prio", [
+    ("", "adaptive", 0),                         # the binary's own default
+    ("rx-mode interrupt\nsched-priority 0\n", "interrupt", 0),
+    ("busy-poll on\n", "poll", 0),              # the older spelling
+    ("busy-poll off\n", "adaptive", 0),
+])
+def test_rx_mode_in_stats(tmp_path, lines, mode, prio):
+    r = run_vfwd(tmp_path, PG.format(mv=256, n=10) + lines)
+    assert r.returncode == 0, r.stderr
+    st = final_stats(r.stdout)
+    assert (st["rx_mode"], st["sched_priority"]) == (mode, prio)
+    assert st["drops_total"] == 0 and st["nodes"]["port-output"]["packets"] > 0
+
+
+def lab_for_rx_mode(napi_prio: int, tuning: bool = True, dut_cpu: int = 1):
+    return SimpleNamespace(cfg=SimpleNamespace(napi_rt_priority=napi_prio,
+                                               kernel_tuning=tuning), dut_cpu=dut_cpu)
+
+
+@pytest.mark.parametrize("params, cpus, lab, want", [
+    ({}, [1], lab_for_rx_mode(50), ("interrupt", 51)),      # FIFO NAPI on the worker's CPU
+    ({}, [0], lab_for_rx_mode(50), ("poll", 0)),            # NAPI elsewhere: spin
+    ({}, [1], lab_for_rx_mode(0), ("poll", 0)),             # CFS NAPI threads
+    ({}, [1], lab_for_rx_mode(50, tuning=False), ("poll", 0)),
+    ({}, [1], lab_for_rx_mode(99), ("interrupt", 99)),
+    ({"rx_mode": "interrupt", "sched_priority": 0}, [1], lab_for_rx_mode(50), ("interrupt", 0)),
+    ({"rx_mode": "poll"}, [1], lab_for_rx_mode(50), ("poll", 0)),
+    ({"rx_mode": "adaptive", "sched_priority": 7}, [1], lab_for_rx_mode(50), ("adaptive", 7)),
+    ({"rx_mode": "poll", "sched_priority": 60}, [0], lab_for_rx_mode(50), ("poll", 60)),
+])
+def test_resolve_rx_mode(params, cpus, lab, want):
+    assert resolve_rx_mode(VfwdParams(**params), cpus, lab) == want
+
+
+def test_resolve_rx_mode_refuses_a_spinner_above_the_napi_threads():
+    from fwdbench.errors import DutError
+    with pytest.raises(DutError, match=r"rx_mode = 'poll' with sched_priority = 60 .*"
+                                       r"napi_rt_priority = 50.*rx_mode = \"interrupt\""):
+        resolve_rx_mode(VfwdParams(rx_mode="poll", sched_priority=60), [1], lab_for_rx_mode(50))
+
+
+def test_render_config_rx_mode():
+    ports = [_Port(x, i) for i, x in enumerate(lab_ports())]
+    text = render_config(VfwdParams(), ports, [1], "interrupt", 51)
+    assert "rx-mode interrupt\nsched-priority 51\n" in text
 
 
 @needs_vfwd

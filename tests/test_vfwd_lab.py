@@ -361,7 +361,8 @@ def real_lab():
         pytest.skip(f"{vfwd_binary()} not built (make -C native/vfwd)")
     cpus = sorted(os.sched_getaffinity(0))
     try:
-        lab = Lab.up(LabConfig(gen_cpu=cpus[0], dut_cpu=cpus[-1]))
+        # FIFO NAPI threads, as campaigns set them (testbed.napi_rt_priority)
+        lab = Lab.up(LabConfig(gen_cpu=cpus[0], dut_cpu=cpus[-1], napi_rt_priority=50))
     except Exception as e:      # the lab is another module's; say why and move on
         pytest.skip(f"fwdbench.lab could not build a lab: {e}")
     try:
@@ -380,6 +381,15 @@ def test_fwdgen_trial_through_vfwd(real_lab):
     d.check()
     d.setup(real_lab)
     try:
+        # the lab's FIFO NAPI threads share the DUT CPU: vfwd's worker sleeps
+        # when idle and runs one priority above them (resolve_rx_mode)
+        desc = d.describe()
+        assert desc["rx_mode_used"] == "interrupt" and desc["sched_priority_used"] == 51
+        assert f"rx-mode interrupt\nsched-priority 51\n" in desc["config"]
+        fifo = [(t, os.sched_getparam(int(t)).sched_priority)
+                for t in os.listdir(f"/proc/{d._proc.pid}/task")
+                if os.sched_getscheduler(int(t)) == os.SCHED_FIFO]
+        assert [p for _t, p in fifo] == [51], fifo        # the one worker, nothing else
         macs = d.peer_macs(real_lab)
         p0, p1 = real_lab.ports[0], real_lab.ports[1]
         spec = {"ports": [{"ifname": p.tg.ifname, "mac": p.tg.mac, "peer_mac": macs[p.tg.ifname],

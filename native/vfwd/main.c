@@ -94,9 +94,11 @@ static void *worker_main(void *arg)
 			if (p && p->fd >= 0 && p->rx)
 				pfd[nfd++] = (struct pollfd){ .fd = p->fd, .events = POLLIN };
 		}
-		if (c->busy_poll || ++idle < 2000)
+		if (c->rx_mode == VF_RX_POLL ||
+		    (c->rx_mode == VF_RX_ADAPTIVE && ++idle < VF_ADAPTIVE_SPINS))
 			continue;
-		/* adaptive: after a while without packets, sleep until one comes */
+		/* sleep until a packet comes: on a CPU shared with the kernel
+		 * thread that fills our RX rings, spinning only delays it */
 		if (nfd)
 			poll(pfd, nfd, 10);
 		else
@@ -295,11 +297,19 @@ int main(int argc, char **argv)
 			CPU_SET(g_cfg.cpus[i % (uint32_t)g_cfg.n_cpus], &cs);
 			pthread_attr_setaffinity_np(&at, sizeof(cs), &cs);
 		}
+		if (g_cfg.sched_priority) {
+			struct sched_param sp = { .sched_priority = g_cfg.sched_priority };
+			pthread_attr_setinheritsched(&at, PTHREAD_EXPLICIT_SCHED);
+			pthread_attr_setschedpolicy(&at, SCHED_FIFO);
+			pthread_attr_setschedparam(&at, &sp);
+		}
 		int e = pthread_create(&th[i], &at, worker_main, g_workers[i]);
 		pthread_attr_destroy(&at);
 		if (e) {
-			fprintf(stderr, "vfwd: pthread_create (worker %u, cpu %d): %s\n", i,
-				g_cfg.n_cpus ? g_cfg.cpus[i % (uint32_t)g_cfg.n_cpus] : -1, strerror(e));
+			fprintf(stderr, "vfwd: pthread_create (worker %u, cpu %d): %s%s\n", i,
+				g_cfg.n_cpus ? g_cfg.cpus[i % (uint32_t)g_cfg.n_cpus] : -1, strerror(e),
+				e == EPERM && g_cfg.sched_priority ?
+				" (sched-priority needs CAP_SYS_NICE; use sched-priority 0)" : "");
 			rc = 3;
 			break;
 		}

@@ -66,7 +66,7 @@ void vf_config_defaults(struct vf_config *c)
 	c->workers = 1;
 	c->ring_size = 2048;
 	c->prefetch = 1;
-	c->busy_poll = 0;
+	c->rx_mode = VF_RX_ADAPTIVE;
 	c->bridge_aging_s = 300;
 	c->bridge_size = 4096;
 	c->lpm_tbl8 = 8192;
@@ -381,7 +381,28 @@ static int stmt(struct parser *p, char **tok, int nt)
 		int v = onoff(tok[1]);
 		if (v < 0)
 			return fail(p, "%s: '%s' must be on or off", k, tok[1]);
-		*(k[0] == 'p' ? &c->prefetch : &c->busy_poll) = v;
+		if (k[0] == 'p')
+			c->prefetch = v;
+		else    /* the older spelling of rx-mode poll|adaptive */
+			c->rx_mode = v ? VF_RX_POLL : VF_RX_ADAPTIVE;
+		return 0;
+	}
+	if (!strcmp(k, "rx-mode")) {
+		NEED(2, "rx-mode poll|adaptive|interrupt");
+		static const char *names[] = { "poll", "adaptive", "interrupt" };
+		for (int i = 0; i < 3; i++)
+			if (!strcmp(tok[1], names[i])) {
+				c->rx_mode = (enum vf_rx_mode)i;
+				return 0;
+			}
+		return fail(p, "rx-mode: '%s' must be poll, adaptive or interrupt", tok[1]);
+	}
+	if (!strcmp(k, "sched-priority")) {
+		NEED(2, "sched-priority N");
+		if (parse_u32(tok[1], 0, 99, &u))
+			return fail(p, "sched-priority: '%s' must be 0 (normal) .. 99 (SCHED_FIFO)",
+				    tok[1]);
+		c->sched_priority = (int)u;
 		return 0;
 	}
 	if (!strcmp(k, "ring-size")) {

@@ -178,6 +178,11 @@ vf_node_t *vf_node_by_name(const char *name);
 
 enum vf_mode { VF_MODE_ROUTER, VF_MODE_XCONNECT, VF_MODE_BRIDGE, VF_MODE_NAT44,
 	       VF_MODE_WORK };
+/* How an idle worker waits (VPP's rx-mode names): poll spins; interrupt sleeps
+ * in poll() as soon as a pass over its ports finds nothing; adaptive spins
+ * VF_ADAPTIVE_SPINS empty passes first. */
+enum vf_rx_mode { VF_RX_POLL, VF_RX_ADAPTIVE, VF_RX_INTERRUPT };
+#define VF_ADAPTIVE_SPINS 2000
 enum vf_port_drv { VF_PORT_AUTO, VF_PORT_XDP, VF_PORT_AFPACKET, VF_PORT_PG };
 enum vf_port_role { VF_ROLE_L3, VF_ROLE_XCONNECT, VF_ROLE_BRIDGE };
 
@@ -221,7 +226,9 @@ struct vf_nat_cfg {
 struct vf_config {
 	enum vf_mode mode;
 	uint32_t max_vector, workers, ring_size, n_ports;
-	int prefetch, busy_poll, trace;
+	int prefetch, trace;
+	enum vf_rx_mode rx_mode;
+	int sched_priority;    /* SCHED_FIFO priority of the workers, 0 = normal */
 	int cpus[VF_MAX_WORKERS], n_cpus;
 	struct vf_port_cfg port[VF_MAX_PORTS];
 	struct vf_pg_cfg pg;

@@ -76,8 +76,15 @@ class VfwdParams(BaseModel):
     cpus: list[int] | None = Field(
         None, description="CPUs of the workers; default: the lab's DUT CPU for all")
     prefetch: bool = Field(True, description="prefetch next packets' headers / table entries")
-    busy_poll: bool = Field(True, description="poll without sleeping, as VPP and testpmd do "
-                                              "(false: sleep in poll() after ~2000 idle loops)")
+    rx_mode: Literal["auto", "poll", "adaptive", "interrupt"] = Field(
+        "auto", description="how an idle worker waits (VPP's rx-mode): poll spins, interrupt "
+                            "sleeps in poll() at once, adaptive after ~2000 empty passes; "
+                            "auto: interrupt when the lab's NAPI threads share the worker's "
+                            "CPU, else poll (docs/vfwd.md)")
+    sched_priority: int | None = Field(
+        None, ge=0, le=99, description="SCHED_FIFO priority of the workers (0: normal); "
+                                       "default: one above the lab's NAPI threads in "
+                                       "interrupt mode, else 0")
     ring_size: int = Field(2048, ge=64, le=16384, description="AF_XDP ring size [descriptors]")
     driver: Literal["auto", "xdp", "afpacket"] = Field(
         "auto", description="port backend: AF_XDP (copy mode on veth), AF_PACKET, or auto")
@@ -172,7 +179,34 @@ def _addr(v: Any) -> str | None:
     return None if v is None else str(v).split("/")[0]
 
 
-def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int]) -> str:
+def resolve_rx_mode(p: VfwdParams, cpus: list[int], lab) -> tuple[str, int]:
+    """(rx_mode, sched_priority) for this lab: the ``auto`` and default choices.
+
+    The lab's threaded NAPI (SCHED_FIFO ``napi_rt_priority`` on the DUT CPU)
+    is what fills vfwd's AF_XDP rings. A worker spinning on that CPU below it
+    is preempted at every frame and, at overload, never runs (receive
+    livelock: measured 0.41 [0.32-0.71] Mpps forwarded at 1.5 Mpps offered).
+    One priority above it, sleeping as soon as it is idle, the worker empties
+    its rings and the NAPI thread refills them in turn (0.65-0.72 Mpps).
+    """
+    cfg = getattr(lab, "cfg", None)
+    napi_prio = int(getattr(cfg, "napi_rt_priority", 0) or 0)
+    shared = (bool(getattr(cfg, "kernel_tuning", False)) and napi_prio > 0
+              and getattr(lab, "dut_cpu", None) in cpus)
+    mode = p.rx_mode if p.rx_mode != "auto" else ("interrupt" if shared else "poll")
+    prio = p.sched_priority
+    if prio is None:
+        prio = min(napi_prio + 1, 99) if shared and mode == "interrupt" else 0
+    if shared and mode != "interrupt" and prio > napi_prio:
+        raise DutError(f"vfwd: rx_mode = {mode!r} with sched_priority = {prio} spins above "
+                       f"the lab's NAPI threads (napi_rt_priority = {napi_prio}) on CPU "
+                       f"{lab.dut_cpu}, which then never fill its rings: use rx_mode = "
+                       f"\"interrupt\" or a sched_priority of at most {napi_prio}")
+    return mode, prio
+
+
+def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int],
+                  rx_mode: str = "poll", sched_priority: int = 0) -> str:
     """The vfwd config file for these params and lab ports (docs/vfwd.md)."""
     drv = {"auto": "auto", "xdp": "xdp", "afpacket": "afpacket"}[p.driver]
     lines = [
@@ -182,7 +216,8 @@ def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int]) -> str:
         f"workers {p.workers}",
         f"cpus {','.join(map(str, cpus))}",
         f"prefetch {'on' if p.prefetch else 'off'}",
-        f"busy-poll {'on' if p.busy_poll else 'off'}",
+        f"rx-mode {rx_mode}",
+        f"sched-priority {sched_priority}",
         f"ring-size {p.ring_size}",
         f"lpm {p.lpm}",
         f"lpm-tbl8 {p.lpm_tbl8}",
@@ -285,6 +320,7 @@ class VfwdDut(DutDriver):
         self._err_reader: threading.Thread | None = None
         self._config = ""
         self._cpus: list[int] = []
+        self._rx_mode, self._sched_priority = "", 0
 
     # ---- plan time ------------------------------------------------------------
 
@@ -335,7 +371,9 @@ class VfwdDut(DutDriver):
         dut_cpu = getattr(lab, "dut_cpu", None)
         self._cpus = list(self.p.cpus) if self.p.cpus else (
             [int(dut_cpu)] if dut_cpu is not None else [0])
-        self._config = render_config(self.p, ports, self._cpus)
+        self._rx_mode, self._sched_priority = resolve_rx_mode(self.p, self._cpus, lab)
+        self._config = render_config(self.p, ports, self._cpus, self._rx_mode,
+                                     self._sched_priority)
         self._dir = tempfile.mkdtemp(prefix="fwdbench-vfwd-")
         conf = Path(self._dir) / "vfwd.conf"
         conf.write_text(self._config)
@@ -442,6 +480,8 @@ class VfwdDut(DutDriver):
             "version": self._ready.get("version", ""),
             "binary": str(self.binary),
             "cpus": self._cpus,
+            "rx_mode_used": self._rx_mode,
+            "sched_priority_used": self._sched_priority,
             "ports": self._ready.get("ports", []),
             "tsc_hz": self._ready.get("tsc_hz"),
             "config": self._config,
