@@ -11,6 +11,9 @@ and the xdp DUT. vfwd runs as campaigns run it (rx_mode auto: interrupt,
 one priority above the lab's NAPI threads) and spinning at normal priority.
 
 Usage: sudo .venv/bin/python bench/lab_duts.py [--load-pps 1.5e6] [--seconds 3] [--trials 3]
+
+Each round runs one trial of every peer in turn (a fresh lab each), so a
+drift of the shared host's speed hits all peers alike.
 """
 from __future__ import annotations
 
@@ -54,26 +57,32 @@ def main() -> int:
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--only", default="", help="run only peers whose label contains this")
     args = ap.parse_args()
-    print(f"offered {args.load_pps / 1e6:.2f} Mpps x {args.seconds:g} s, {args.trials} trials; "
-          f"median [min-max]")
-    for label, dut, rxq in PEERS:
-        if args.only not in label:
-            continue
-        c = campaign(dut, rxq, args.load_pps)
-        fwd, tx, busy = [], [], []
-        with NetnsTestbed(c) as tb, tb.scenario(c.scenarios[0]) as (execute, _d):
-            execute(args.load_pps, 1.0, 0, False)        # warm-up, discarded
-            for i in range(args.trials):
-                r = execute(args.load_pps, args.seconds, i + 1, False)
-                fwd.append(r.rx_packets / args.seconds / 1e6)
-                tx.append(r.tx_packets / args.seconds / 1e6)
+    peers = [p for p in PEERS if args.only in p[0]]
+    print(f"offered {args.load_pps / 1e6:.2f} Mpps x {args.seconds:g} s, {args.trials} rounds "
+          f"(each round: one trial of every peer, in turn); median [min-max]", flush=True)
+    fwd: dict[str, list[float]] = {p[0]: [] for p in peers}
+    tx: dict[str, list[float]] = {p[0]: [] for p in peers}
+    busy: dict[str, list[float]] = {p[0]: [] for p in peers}
+    ingress: dict[str, str] = {}
+    # Rounds, not one peer after the other: this shared VM's speed drifts by
+    # tens of percent within minutes, which would otherwise be read as a
+    # difference between data planes.
+    for _round in range(args.trials):
+        for label, dut, rxq in peers:
+            c = campaign(dut, rxq, args.load_pps)
+            with NetnsTestbed(c) as tb, tb.scenario(c.scenarios[0]) as (execute, _d):
+                execute(args.load_pps, 1.0, 0, False)        # warm-up, discarded
+                r = execute(args.load_pps, args.seconds, 1, False)
+                fwd[label].append(r.rx_packets / args.seconds / 1e6)
+                tx[label].append(r.tx_packets / args.seconds / 1e6)
                 cpu = (r.meters.get("cpu") or {}).get("per_cpu", {}).get(str(tb.lab.dut_cpu), {})
-                busy.append(cpu.get("busy", float("nan")))
-            ingress = tb.lab.dut_ingress
-        print(f"  {label:30s} forwarded {statistics.median(fwd):.3f} "
-              f"[{min(fwd):.3f}-{max(fwd):.3f}] Mpps; generator sent "
-              f"{statistics.median(tx):.3f} Mpps; DUT CPU {statistics.median(busy) * 100:.0f} % "
-              f"busy; ingress {ingress}", flush=True)
+                busy[label].append(cpu.get("busy", float("nan")))
+                ingress[label] = tb.lab.dut_ingress
+    for label, _dut, _rxq in peers:
+        f = fwd[label]
+        print(f"  {label:30s} forwarded {statistics.median(f):.3f} [{min(f):.3f}-{max(f):.3f}] "
+              f"Mpps; generator sent {statistics.median(tx[label]):.3f} Mpps; DUT CPU "
+              f"{statistics.median(busy[label]) * 100:.0f} % busy; ingress {ingress[label]}")
     return 0
 
 
