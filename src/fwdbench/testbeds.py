@@ -151,6 +151,9 @@ class NetnsTestbed:
                 # CPU (contracts.md, burst_period_us); latency trials keep fwdgen's
                 # fine default so every DUT's latency is measured with one pattern.
                 period = INGRESS_BURST_PERIOD_US if lab.dut_ingress == "cpumap" and not latency else None
+                # Idle latency: stamp frames as the DUT sends them (Lab.set_tg_rx);
+                # under load the generator's CPU receives, as the load needs.
+                lab.set_tg_rx("inline" if idle and latency else "napi")
                 spec = build_spec(lab, sc.profile, sc.trial,
                                   sc.trial.latency_rate if idle else load_pps, duration_s,
                                   peer_macs=peer_macs, latency=latency and not idle,
@@ -170,7 +173,9 @@ class NetnsTestbed:
                     result.intended_load_pps = 0.0
                     result.warnings.append(
                         f"no background load: the only stream ran at the latency rate "
-                        f"({sc.trial.latency_rate:g} pps) and its latency is reported")
+                        f"({sc.trial.latency_rate:g} pps) and its latency is reported"
+                        + ("; the generator's ports received inline on the DUT CPU "
+                           "(RX stamped as the DUT sent)" if lab.tg_rx == "inline" else ""))
                 result.dut_counters = counter_delta(before, driver.counters())
                 return result
 

@@ -1073,6 +1073,11 @@ def methodology_text(m: ReportModel) -> str:
             parts.append(f"Kernel data planes received through a {q}-frame queue in front "
                          "of the DUT CPU (cpumap, as a NIC's RX ring); the others through "
                          "veth's 256-frame ring with threaded NAPI on the DUT CPU.")
+        if m.latency_any and m.placement.get("kernel_tuning", True) is not False:
+            parts.append("In latency trials without background load the generator's ports "
+                         "received inline on the DUT CPU, so frames were stamped as the DUT "
+                         "sent them; under load the generator's CPU received them, and its "
+                         "wake-up is part of the latency.")
     if m.energy_any:
         kinds = {mp.energy_measured for s in m.scenarios for mp in s.meters
                  if mp.joules is not None}
