@@ -27,11 +27,14 @@ def test_switching_between_inline_and_napi():
         assert [_threaded(lab, i) for i in ("tg0", "tg1")] == ["0", "0"]
         # the DUT side keeps its NAPI threads; the tg side has none left
         assert {t["ifname"] for t in d["tuning"]} == {"dut0", "dut1"}
+        # a handle from another process sees how the ports were left
+        assert Lab.attach(lab.run_id).tg_rx == "inline"
 
         lab.set_tg_rx("napi")
         d = lab.describe()
         assert d["tg_rx"] == "napi"
         assert [_threaded(lab, i) for i in ("tg0", "tg1")] == ["1", "1"]
+        assert Lab.attach(lab.run_id).tg_rx == "napi"
         tg_threads = [n for t in d["tuning"] if t["ifname"].startswith("tg") for n in t["napi"]]
         assert len(tg_threads) == 2
         for n in tg_threads:            # new kthreads: pinned and prioritised again

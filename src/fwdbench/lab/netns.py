@@ -196,6 +196,9 @@ class Lab:
         lab = cls(LabConfig(**cfgd), run_id)
         lab.owner_pid = -1          # never torn down by this process's atexit
         lab._made_ns = [lab.tg_ns, lab.dut_ns]
+        if lab.cfg.kernel_tuning:   # a process that stopped mid-way may have left them inline
+            threaded = lab.tg_exec.run(["cat", f"/sys/class/net/{lab.ports[0].tg.ifname}/threaded"])
+            lab.tg_rx = "inline" if threaded.stdout.strip() == "0" else "napi"
         return lab
 
     def _build(self) -> None:
