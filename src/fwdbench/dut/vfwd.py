@@ -184,10 +184,11 @@ def resolve_rx_mode(p: VfwdParams, cpus: list[int], lab) -> tuple[str, int]:
 
     The lab's threaded NAPI (SCHED_FIFO ``napi_rt_priority`` on the DUT CPU)
     is what fills vfwd's AF_XDP rings. A worker spinning on that CPU below it
-    is preempted at every frame and, at overload, never runs (receive
-    livelock: measured 0.41 [0.32-0.71] Mpps forwarded at 1.5 Mpps offered).
-    One priority above it, sleeping as soon as it is idle, the worker empties
-    its rings and the NAPI thread refills them in turn (0.65-0.72 Mpps).
+    is preempted at every frame and, at overload, hardly runs (receive
+    livelock). One priority above it, sleeping as soon as it is idle, the
+    worker empties its rings and the NAPI thread refills them in turn.
+    Measured interleaved at 1.5 Mpps offered: median 0.355 Mpps forwarded
+    (0.185-0.735) spinning, 0.468 (0.407-0.663) this way (docs/vfwd.md).
     """
     cfg = getattr(lab, "cfg", None)
     napi_prio = int(getattr(cfg, "napi_rt_priority", 0) or 0)
