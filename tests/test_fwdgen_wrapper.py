@@ -78,6 +78,17 @@ def test_find_binary_prefers_env(tmp_path, monkeypatch):
         fg.find_binary()
 
 
+def test_find_binary_uses_the_native_build_dir(tmp_path, monkeypatch):
+    """Without $FWDGEN: $FWDBENCH_NATIVE_BUILD, as for fb-ingress, fb-xdp and vfwd."""
+    monkeypatch.delenv("FWDGEN", raising=False)
+    monkeypatch.setenv("FWDBENCH_NATIVE_BUILD", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    with pytest.raises(GeneratorError, match=f"not found in {tmp_path}"):
+        fg.find_binary()
+    binary = fake_fwdgen(tmp_path, "exit 0\n")      # written as tmp_path/fwdgen
+    assert fg.find_binary() == binary
+
+
 def test_run_trial_passes_spec_on_stdin_and_parses(tmp_path, monkeypatch):
     seen = tmp_path / "seen.json"
     out = tmp_path / "out.json"

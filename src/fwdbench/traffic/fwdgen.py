@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
+from fwdbench import native
 from fwdbench.errors import CampaignError, GeneratorError
 from fwdbench.trial import LatencySummary, StreamResult, TrialResult
 
@@ -21,24 +20,21 @@ EXIT_OK = 0
 EXIT_BAD_INPUT = 2   # the spec was wrong; stderr names the field
 EXIT_RUNTIME = 3     # a backend failed at run time
 
-_REPO = Path(__file__).resolve().parents[3]
-
 
 def find_binary() -> str:
-    """Locate fwdgen: $FWDGEN, else <repo>/native/build/fwdgen, else PATH."""
+    """Locate fwdgen: $FWDGEN, else the native build dir (native/build of this
+    checkout or $FWDBENCH_NATIVE_BUILD, as for fwdbench's other programs), else PATH."""
     env = os.environ.get("FWDGEN")
     if env:
         if not (os.path.isfile(env) and os.access(env, os.X_OK)):
             raise GeneratorError(f"FWDGEN={env} is not an executable file")
         return env
-    built = _REPO / "native" / "build" / "fwdgen"
-    if built.is_file() and os.access(built, os.X_OK):
-        return str(built)
-    found = shutil.which("fwdgen")
-    if found:
-        return found
+    p = native.tool("fwdgen")
+    if p.is_file() and os.access(p, os.X_OK):
+        return str(p)
     raise GeneratorError(
-        "fwdgen not found: build it with `make -C native`, or set FWDGEN=/path/to/fwdgen")
+        f"fwdgen not found in {native.build_dir()} or on $PATH: build it with "
+        f"`make -C native`, or set FWDGEN=/path/to/fwdgen")
 
 
 def _netns_argv(netns: str | None) -> list[str]:
