@@ -4,7 +4,9 @@ No root needed."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -141,6 +143,13 @@ def test_help_documents_every_option():
     sub = subprocess.run(fwdgen_argv(None, "trial", "--help"), capture_output=True, text=True,
                          check=True).stdout
     assert "--spec FILE|-" in sub
+    # every key the spec parser accepts (its `keys[]` tables) is named in the help
+    src = (Path(__file__).resolve().parents[1] / "native" / "fwdgen" / "spec.c").read_text()
+    tables = re.findall(r"keys\[\] = \{(.*?)NULL\}", src, re.S)
+    keys = {k for t in tables for k in re.findall(r'"(\w+)"', t)}
+    assert len(keys) > 25 and "burst_period_us" in keys
+    missing = sorted(k for k in keys if not re.search(rf"\b{k}\b", sub))
+    assert not missing, f"spec keys missing from `fwdgen trial --help`: {missing}"
 
 
 @pytest.mark.parametrize("mutate,field", [

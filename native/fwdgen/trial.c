@@ -113,7 +113,8 @@ void fg_trial_usage(FILE *f)
 		fprintf(f, "  %-22s %s\n", lhs, trial_optdefs[i].help);
 	}
 	fprintf(f, "\nspec in brief (docs/contracts.md has every field and default):\n"
-		   "  ports[]    ifname, peer_mac (required to transmit), mac, backend\n"
+		   "  ports[]    ifname, peer_mac (required to transmit), mac, backend,\n"
+		   "             burst_period_us (pacing: at most one burst per period)\n"
 		   "  streams[]  id, tx_port, rx_port (null: send only), src, dst (address or\n"
 		   "             prefix), src_port, dst_port\n"
 		   "  profile    l3 ipv4|ipv6, frame_size 64..9000 (IPv6 >= 82) or \"imix\",\n"
