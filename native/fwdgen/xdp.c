@@ -217,7 +217,7 @@ const struct fg_txops fg_xdp_txops = {
 	 * about 1 s later, and the kernel has 65534 pool ids: at 10k runs/s
 	 * through the lab router the ids ran out (ENOSPC) within seconds. At
 	 * most one run per 250 us per stream keeps far below that. */
-	.burst_cap = 4096,   /* 1 ms at 4 Mpps (pace_min_burst) */
+	.burst_cap = 8192,   /* = max_burst: 2 ms at 4 Mpps (pace_min_burst) */
 	.min_period_ns = 250000,
 };
 
