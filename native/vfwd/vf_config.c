@@ -58,6 +58,18 @@ static int fail(struct parser *p, const char *fmt, ...)
 	return -1;
 }
 
+const char *const vf_mode_names[5] = { "router", "xconnect", "bridge", "nat44", "work" };
+const char *const vf_rx_mode_names[3] = { "poll", "adaptive", "interrupt" };
+
+/* index of `s` in names[0..n), or -1 */
+static int name_index(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
 void vf_config_defaults(struct vf_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -344,13 +356,12 @@ static int stmt(struct parser *p, char **tok, int nt)
 	uint32_t u;
 	if (!strcmp(k, "mode")) {
 		NEED(2, "mode router|xconnect|bridge|nat44|work");
-		static const char *m[] = { "router", "xconnect", "bridge", "nat44", "work" };
-		for (u = 0; u < 5; u++)
-			if (!strcmp(tok[1], m[u])) {
-				c->mode = (enum vf_mode)u;
-				return 0;
-			}
-		return fail(p, "mode: '%s' is not router, xconnect, bridge, nat44 or work", tok[1]);
+		int i = name_index(vf_mode_names, 5, tok[1]);
+		if (i < 0)
+			return fail(p, "mode: '%s' is not router, xconnect, bridge, nat44 or work",
+				    tok[1]);
+		c->mode = (enum vf_mode)i;
+		return 0;
 	}
 	if (!strcmp(k, "max-vector")) {
 		NEED(2, "max-vector 1..256");
@@ -389,13 +400,11 @@ static int stmt(struct parser *p, char **tok, int nt)
 	}
 	if (!strcmp(k, "rx-mode")) {
 		NEED(2, "rx-mode poll|adaptive|interrupt");
-		static const char *names[] = { "poll", "adaptive", "interrupt" };
-		for (int i = 0; i < 3; i++)
-			if (!strcmp(tok[1], names[i])) {
-				c->rx_mode = (enum vf_rx_mode)i;
-				return 0;
-			}
-		return fail(p, "rx-mode: '%s' must be poll, adaptive or interrupt", tok[1]);
+		int i = name_index(vf_rx_mode_names, 3, tok[1]);
+		if (i < 0)
+			return fail(p, "rx-mode: '%s' must be poll, adaptive or interrupt", tok[1]);
+		c->rx_mode = (enum vf_rx_mode)i;
+		return 0;
 	}
 	if (!strcmp(k, "sched-priority")) {
 		NEED(2, "sched-priority N");

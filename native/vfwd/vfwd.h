@@ -183,6 +183,9 @@ enum vf_mode { VF_MODE_ROUTER, VF_MODE_XCONNECT, VF_MODE_BRIDGE, VF_MODE_NAT44,
  * VF_ADAPTIVE_SPINS empty passes first. */
 enum vf_rx_mode { VF_RX_POLL, VF_RX_ADAPTIVE, VF_RX_INTERRUPT };
 #define VF_ADAPTIVE_SPINS 2000
+/* config spellings of enum vf_mode / enum vf_rx_mode, in enum order */
+extern const char *const vf_mode_names[5];
+extern const char *const vf_rx_mode_names[3];
 enum vf_port_drv { VF_PORT_AUTO, VF_PORT_XDP, VF_PORT_AFPACKET, VF_PORT_PG };
 enum vf_port_role { VF_ROLE_L3, VF_ROLE_XCONNECT, VF_ROLE_BRIDGE };
 
