@@ -10,8 +10,8 @@ own software timestamps on the same path, side by side in one run (root).
 - kernel timestamps (the peer, issue 3's "kernel RX-timestamp figure"): one
   frame at a time from an AF_PACKET socket on tg0, stamped by the kernel as
   veth transmits it (SO_TIMESTAMPING, TX software) and as tg1 receives it
-  (RX software), tg ports inline as for fwdgen. Sequential, so its rate is
-  what the round trip allows (printed).
+  (RX software), tg ports inline as for fwdgen. Sequential and paced to at
+  most --rate-pps; the rate it reached is printed.
 
 Usage: sudo .venv/bin/python bench/latency.py [--rate-pps 10000] [--seconds 2] [--trials 3]
 Target (issue 3): fwdgen's p50 within 2x of the kernel-timestamp p50.
@@ -49,13 +49,15 @@ def campaign(rate: float):
     }, "bench/latency.py")
 
 
-def frame(lab, seq: int) -> bytes:
+def frames(lab, count: int) -> list[bytes]:
+    """Frames 0..count-1, built before the measured loop (scapy is slow)."""
     from scapy.all import IP, UDP, Ether, Raw
     p0, p1 = lab.ports[0], lab.ports[1]
     src = p0.flows4.split("/")[0].rsplit(".", 1)[0] + ".1"
     dst = p1.flows4.split("/")[0].rsplit(".", 1)[0] + ".1"
-    return bytes(Ether(src=p0.tg.mac, dst=p0.dut.mac) / IP(src=src, dst=dst, ttl=64) /
-                 UDP(sport=1024, dport=1024) / Raw(MAGIC + struct.pack("!I", seq) + b"\0" * 4))
+    head = Ether(src=p0.tg.mac, dst=p0.dut.mac) / IP(src=src, dst=dst, ttl=64) / UDP(
+        sport=1024, dport=1024)
+    return [bytes(head / Raw(MAGIC + struct.pack("!I", seq) + b"\0" * 4)) for seq in range(count)]
 
 
 def stamp(ancdata) -> float | None:
@@ -68,8 +70,9 @@ def stamp(ancdata) -> float | None:
     return None
 
 
-def kernel_stamps(lab, count: int) -> tuple[list[float], float]:
-    """One-way latencies [us] of ``count`` frames, and the rate they went at [pps]."""
+def kernel_stamps(lab, count: int, rate: float) -> tuple[list[float], float]:
+    """One-way latencies [us] of ``count`` frames sent one at a time, at most
+    ``rate`` per second, and the rate they went at [pps]."""
     tx = lab.tg_exec.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP))
     rx = lab.tg_exec.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_IP))
     try:
@@ -82,9 +85,12 @@ def kernel_stamps(lab, count: int) -> tuple[list[float], float]:
         poll.register(rx, select.POLLIN)
         poll.register(tx, select.POLLERR)
         out = []
+        todo = frames(lab, count)
         t0 = time.perf_counter()
-        for seq in range(count):
-            tx.send(frame(lab, seq))
+        for seq, f in enumerate(todo):
+            while time.perf_counter() < t0 + seq / rate:
+                pass                              # spin: a sleep would add wake-ups
+            tx.send(f)
             t_tx = t_rx = None
             deadline = time.perf_counter() + 0.05
             while (t_tx is None or t_rx is None) and time.perf_counter() < deadline:
@@ -138,7 +144,7 @@ def main() -> int:
             rows.setdefault("fwdgen, tg NAPI threads", []).append(
                 (lat.p50_ns / 1e3, lat.p90_ns / 1e3, lat.p99_ns / 1e3))
             lab.set_tg_rx("inline")
-            k, rate = kernel_stamps(lab, args.frames)
+            k, rate = kernel_stamps(lab, args.frames, args.rate_pps)
             rate_k.append(rate)
             rows.setdefault("kernel timestamps, tg inline", []).append(
                 (pct(k, 0.5), pct(k, 0.9), pct(k, 0.99)))
