@@ -148,7 +148,7 @@ def test_lab_up_builds_the_drawing_and_down_leaves_nothing():
                 assert os.sched_getaffinity(n["pid"]) == {cpu}
                 assert Path(f"/proc/{n['pid']}/comm").read_text().strip() == f"napi/{ifn}-{n['napi_id']}"
         assert "generic-receive-offload: on" in lab.dut_exec.run(["ethtool", "-k", "dut0"]).stdout
-        assert lab.dut_exec.run(["cat", "/sys/class/net/dut1/threaded"]).stdout.strip() in ("1", "enabled")
+        assert lab.dut_exec.read_sysfs("/sys/class/net/dut1/threaded") in ("1", "enabled")
         d = lab.describe()
         assert d["placement"]["gen_cpu"] == GEN and d["placement"]["dut_cpu"] == DUTC
         assert d["kernel"]["release"] == os.uname().release and len(d["tuning"]) == 4
@@ -356,7 +356,7 @@ def test_ipv4_only_lab_without_tuning():
         a = json.loads(lab.dut_exec.run(["ip", "-j", "addr", "show", "dut0"]).stdout)[0]
         assert [x["family"] for x in a["addr_info"]] == ["inet"]
         assert lab.tuning == [] and lab.describe()["kernel_tuning"] is False
-        assert lab.dut_exec.run(["cat", "/sys/class/net/dut0/threaded"]).stdout.strip() in ("0", "disabled")
+        assert lab.dut_exec.read_sysfs("/sys/class/net/dut0/threaded") in ("0", "disabled")
         for params in ({"mode": "router", "routes": 16}, {"mode": "nat"}, {"mode": "bridge"}):
             d = LinuxDut(params)
             d.setup(lab)

@@ -23,7 +23,7 @@ def _link(lab, ifname):
 
 
 def _threaded(lab, ifname):
-    return lab.dut_exec.run(["cat", f"/sys/class/net/{ifname}/threaded"]).stdout.strip()
+    return lab.dut_exec.read_sysfs(f"/sys/class/net/{ifname}/threaded")
 
 
 def test_fb_ingress_rejects_bad_arguments_by_name():

@@ -14,7 +14,7 @@ GEN, DUTC = CPUS[0], CPUS[-1]
 
 
 def _threaded(lab, ifname):
-    return lab.tg_exec.run(["cat", f"/sys/class/net/{ifname}/threaded"]).stdout.strip()
+    return lab.tg_exec.read_sysfs(f"/sys/class/net/{ifname}/threaded")
 
 
 @pytest.mark.root

@@ -423,8 +423,8 @@ class LinuxDut(DutDriver):
             cp = ex.run(["ethtool", "-k", p.dut.ifname], check=False)
             offloads[p.dut.ifname] = _parse_ethtool_k(cp.stdout) if cp.returncode == 0 else None
             try:
-                offloads[p.dut.ifname + ".threaded"] = ex.run(
-                    ["cat", f"/sys/class/net/{p.dut.ifname}/threaded"]).stdout.strip()
+                offloads[p.dut.ifname + ".threaded"] = ex.read_sysfs(
+                    f"/sys/class/net/{p.dut.ifname}/threaded")
             except FwdbenchError:
                 pass
         d["offloads"] = offloads

@@ -124,6 +124,10 @@ class Executor:
         with in_netns(self.ns), open(f"/proc/thread-self/net/{name}") as f:
             return f.read()
 
+    def read_sysfs(self, path: str) -> str:
+        """A sysfs file of this namespace, stripped (needs ip netns exec's /sys)."""
+        return self.run(["cat", path]).stdout.strip()
+
     def write_sysfs(self, paths: Sequence[str], value: str) -> None:
         """Write ``value`` to sysfs files of this namespace (needs ip netns exec's /sys)."""
         self.run(["tee", *paths], input=value + "\n")

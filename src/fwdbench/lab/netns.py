@@ -197,8 +197,8 @@ class Lab:
         lab.owner_pid = -1          # never torn down by this process's atexit
         lab._made_ns = [lab.tg_ns, lab.dut_ns]
         if lab.cfg.kernel_tuning:   # a process that stopped mid-way may have left them inline
-            threaded = lab.tg_exec.run(["cat", f"/sys/class/net/{lab.ports[0].tg.ifname}/threaded"])
-            lab.tg_rx = "inline" if threaded.stdout.strip() == "0" else "napi"
+            threaded = lab.tg_exec.read_sysfs(f"/sys/class/net/{lab.ports[0].tg.ifname}/threaded")
+            lab.tg_rx = "inline" if threaded == "0" else "napi"
         return lab
 
     def _build(self) -> None:
