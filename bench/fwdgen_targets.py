@@ -37,6 +37,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pacing-s", type=float, default=10.0)
     ap.add_argument("--exact-s", type=float, default=60.0)
+    ap.add_argument("--top-repeats", type=int, default=1,
+                    help="run the 90 %% share this many times (each after its own maximum)")
     args = ap.parse_args()
     with fwdgen_net() as net:
         ns = net.ns("loop")
@@ -54,7 +56,7 @@ def main() -> int:
         print(f"pacing, {args.pacing_s:g} s per load (target: |error| <= 0.5 %)")
         worst = 0.0
         top = 0.0
-        for load in (1e3, 1e4, 1e5, 0.25, 0.5, 0.9):
+        for load in (1e3, 1e4, 1e5, 0.25, 0.5) + (0.9,) * args.top_repeats:
             if load < 1:                # a share of the maximum
                 top = maximum()
                 load *= top
@@ -64,7 +66,8 @@ def main() -> int:
             worst = max(worst, abs(err))
             print(f"  {load:>10,d} pps: achieved {s['achieved_tx_pps']:>12,.1f} pps "
                   f"({err:+.3f} %), tx {s['tx_packets']:,} of {s['intended_packets']:,}, "
-                  f"tx_limited {s['tx_limited']}, lost {s['lost']}", flush=True)
+                  f"tx_limited {s['tx_limited']}, lost {s['lost']}, pacer {s['pacer']}",
+                  flush=True)
         print(f"  worst |error| {worst:.3f} % -> {'met' if worst <= 0.5 else 'NOT met'}")
         load = round(0.5 * top)
         s = run(ns, loop_spec(load, args.exact_s))

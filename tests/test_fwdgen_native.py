@@ -158,6 +158,7 @@ def test_help_documents_every_option():
     (lambda s: s["streams"][0].update(rx_port=7), "spec.streams[0].rx_port"),
     (lambda s: s["ports"][0].update(ifname="nosuchif0"), "spec.ports[0].ifname"),
     (lambda s: s.update(extra=1), "spec.extra: unknown field"),
+    (lambda s: s.update(pacer="tsc"), 'spec.pacer: "tsc" is not auto, kernel or user'),
 ])
 def test_bad_spec_exits_2_naming_the_field(mutate, field):
     spec = {

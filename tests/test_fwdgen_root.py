@@ -61,6 +61,7 @@ def max_rate(ns: str, **kw) -> float:
     doc = run_ok(ns, loop_spec("max", 1.0, **kw))
     s = doc["streams"][0]
     assert s["max_rate"] is True and s["intended_packets"] == s["tx_packets"]
+    assert s["pacer"] is None
     assert s["rx_packets"] + s["lost"] == s["tx_packets"]
     return s["rx_packets"] / doc["duration_s"]
 
@@ -89,6 +90,36 @@ def test_pacing_within_half_percent(loop, load):
     assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, s["achieved_tx_pps"]
     assert s["tx_limited"] is False
     assert s["lost"] == 0
+
+
+@pytest.mark.parametrize("load", [10_000, 300_000])
+def test_kernel_pacer_within_half_percent(loop, load):
+    # the xdp TX program sends each frame when due; not due is a cheap drop
+    doc = run_ok(loop, loop_spec(load, 2.0, pacer="kernel"))
+    s = doc["streams"][0]
+    assert s["pacer"] == "kernel"
+    assert_exact(s)
+    assert s["tx_packets"] == load * 2
+    assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, s["achieved_tx_pps"]
+    assert s["tx_limited"] is False
+
+
+def test_high_share_of_the_maximum_is_paced_exactly(loop):
+    # auto picks the kernel pacer from 2 Mpps for a stream alone on its thread;
+    # user-space bursts fell 0.02-9 % short at 90 % of the maximum. 75 % here
+    # (the bench runs 90 %): this shared host's maximum drifts from run to run.
+    top = max_rate(loop)
+    load = round(0.75 * top)
+    doc = run_ok(loop, loop_spec(load, 2.0))
+    s = doc["streams"][0]
+    assert s["pacer"] == ("kernel" if load >= 2_000_000 else "user")
+    assert s["tx_packets"] == s["intended_packets"]
+    assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, (s["achieved_tx_pps"], load)
+    assert s["tx_limited"] is False
+    # a latency stream beside it shares the TX thread: user-space pacing
+    doc = run_ok(loop, loop_spec(100_000, 1.0, latency={"enabled": True, "rate_pps": 1000},
+                                 pacer="kernel"))
+    assert doc["streams"][0]["pacer"] == "user"
 
 
 def test_induced_loss_equals_dropped_count():

@@ -87,6 +87,37 @@ int fwdgen_tx(struct xdp_md *ctx)
 	st = bpf_map_lookup_elem(&fg_tx_state, &sid);
 	if (!c || !st)
 		return XDP_ABORTED;
+	if (st->pace_gap_ps) {
+		/* paced here (see fg_tx_state): not due yet is a cheap drop */
+		if (st->seq >= st->pace_limit)
+			return XDP_DROP;
+		if (st->pace_credit) {
+			st->pace_credit--;
+		} else {
+			__u64 now, rel, lo, due, tokens;
+
+			now = bpf_ktime_get_ns();
+			if (now < st->pace_base_ns)
+				return XDP_DROP;
+			rel = (now - st->pace_base_ns) * 1000;
+			if (rel < st->pace_next_ps || rel > st->pace_stop_ps)
+				return XDP_DROP;
+			lo = (__u64)st->pace_burst * (st->pace_gap_ps / 2);
+			lo = rel > lo ? rel - lo : 0;
+			if (st->pace_ok_ps < lo)
+				st->pace_ok_ps = lo;
+			if (rel < st->pace_ok_ps)
+				return XDP_DROP;
+			/* frames due after this one, and catch-up tokens left */
+			due = (rel - st->pace_next_ps) / st->pace_gap_ps;
+			tokens = (rel - st->pace_ok_ps) / (st->pace_gap_ps / 2);
+			due = due < tokens ? due : tokens;
+			st->pace_credit = due < FG_PACE_CREDIT_MAX ? due : FG_PACE_CREDIT_MAX;
+			st->ts = (__u32)now;
+		}
+		st->pace_next_ps += st->pace_gap_ps;
+		st->pace_ok_ps += st->pace_gap_ps / 2;
+	}
 
 	s = st->seq;
 	f = st->flow;
@@ -106,7 +137,7 @@ int fwdgen_tx(struct xdp_md *ctx)
 	fg_flow_fields(&c->flow, f, &fl);
 	/* The clock read is ~10% of the per-frame cost (perf, max rate); a
 	 * stream sent as fast as possible reads it every ts_mask + 1 frames. */
-	if (!(s & c->ts_mask))
+	if (!st->pace_gap_ps && !(s & c->ts_mask))
 		st->ts = (__u32)bpf_ktime_get_ns();
 	ts = st->ts;
 

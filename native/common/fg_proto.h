@@ -279,13 +279,34 @@ struct fg_tx_streamcfg {
 };
 
 /* Per stream (mmapable array "fg_tx_state"); the one thread driving the
- * stream writes it between runs and reads seq after each run. */
+ * stream writes it between runs and reads seq after each run.
+ *
+ * Pacing in the program (pace_gap_ps > 0): every run of the program reads
+ * the clock and sends a frame only when one is due, else returns XDP_DROP
+ * (the live frame goes straight back to its page pool). A call then paces
+ * to the nanosecond for as long as user space lets it run, and a stream
+ * that fell behind catches up at twice its rate in bursts of at most
+ * pace_burst frames (a veth ring holds 256). Times
+ * are in picoseconds after pace_base_ns so that 1e12 / rate keeps its
+ * fraction (250 ns per frame at 4 Mpps). */
+#define FG_PACE_CREDIT_MAX 7
+
 struct fg_tx_state {
 	__u32 phase;       /* enum fg_phase written into frames */
 	__u32 seq;         /* next sequence number of the phase */
 	__u32 flow;        /* next flow index */
 	__u32 ts;          /* last TX timestamp read */
-	__u32 pad[12];     /* one cache line per stream */
+	__u32 pace_limit;  /* no frame with seq >= pace_limit */
+	__u16 pace_burst;  /* catching up: at most this many back to back */
+	__u16 pace_credit; /* behind: frames sure to be due and allowed, sent
+			    * without reading the clock (as unpaced sending,
+			    * 8 frames share one stamp) */
+	__u64 pace_base_ns;  /* phase start [ns, CLOCK_MONOTONIC] */
+	__u64 pace_gap_ps;   /* 1e12 / rate; 0: the program does not pace */
+	__u64 pace_next_ps;  /* the next frame is due then */
+	__u64 pace_ok_ps;    /* catching up: and not before then (a token
+			      * bucket of pace_burst frames at twice the rate) */
+	__u64 pace_stop_ps;  /* no frame after this */
 };
 
 #endif

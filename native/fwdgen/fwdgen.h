@@ -54,6 +54,10 @@ struct fg_rx_final {
 	struct fg_hdr *lat; /* counts + exact min/max/sum */
 };
 
+/* A paced stream that fell behind catches up in bursts of at most this
+ * many frames (trial.c's pace_catchup, the xdp program's pace_burst). */
+#define FG_CATCHUP_BURST 64u
+
 struct fg_txops {
 	const char *name;
 	int (*open)(struct fg_run *r, struct fg_stream_rt *s, char *err, size_t errlen);
@@ -62,6 +66,13 @@ struct fg_txops {
 	/* Send up to n frames; returns the number sent, -errno on failure. */
 	int64_t (*burst)(struct fg_stream_rt *s, uint32_t n);
 	void (*close)(struct fg_stream_rt *s);
+	/* Optional, pacing in the kernel: kpace_start arms it for a phase that
+	 * starts at tb_ns (total frames, none after stop_ns); kpace_run lets it
+	 * send for about slice_ns and returns the frames sent (-errno on
+	 * failure) and when the last of them left (*t_last_ns). */
+	void (*kpace_start)(struct fg_stream_rt *s, uint64_t tb_ns, uint64_t total,
+			    uint64_t stop_ns);
+	int64_t (*kpace_run)(struct fg_stream_rt *s, uint64_t slice_ns, uint64_t *t_last_ns);
 	uint32_t max_burst;       /* frames per call at most */
 	uint32_t burst_cap;       /* pacing: largest regular burst [frames] */
 	uint32_t min_period_ns;   /* pacing: at most one burst per period */
@@ -103,6 +114,7 @@ struct fg_stream_rt {
 
 	/* TX state, owned by the TX thread */
 	uint32_t min_burst;       /* pacing granularity [frames] */
+	int kpaced;               /* paced by the backend in the kernel */
 	uint64_t next_ok_ns;      /* catching up: no burst before this time */
 	uint64_t total;           /* frames intended in this phase */
 	uint64_t sent;            /* frames sent in this phase */

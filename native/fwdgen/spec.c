@@ -388,7 +388,7 @@ int fg_spec_parse(const char *text, size_t len, struct fg_spec *sp, char *err, s
 {
 	static const char *const keys[] = {"ports", "streams", "profile", "load_pps",
 					   "duration_s", "warmup_s", "drain_s", "latency",
-					   "cpus", "samples", NULL};
+					   "cpus", "samples", "pacer", NULL};
 	struct perr e = {err, errlen};
 	json_error_t je;
 	json_t *root, *v;
@@ -477,6 +477,21 @@ int fg_spec_parse(const char *text, size_t len, struct fg_spec *sp, char *err, s
 			goto out;
 		}
 		sp->samples = json_is_true(v);
+	}
+	if ((v = json_object_get(root, "pacer"))) {
+		static const char *const pacers[] = {"auto", "kernel", "user"};
+		char name[16];
+		int k;
+
+		if (get_str(&e, "spec.pacer", v, name, sizeof(name)))
+			goto out;
+		for (k = 0; k < 3 && strcmp(name, pacers[k]); k++)
+			;
+		if (k == 3) {
+			fail(&e, "spec.pacer", "\"%s\" is not auto, kernel or user", name);
+			goto out;
+		}
+		sp->pacer = (enum fg_pacer)k;
 	}
 	s = sp->nstreams * (sp->latency_enabled ? 2 : 1);
 	if (s > FG_MAX_STREAMS) {

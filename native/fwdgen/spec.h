@@ -49,6 +49,7 @@ struct fg_spec {
 	int ntx_cpus, nrx_cpus;
 	int tx_cpus[FG_MAX_CPUS], rx_cpus[FG_MAX_CPUS];
 	int samples;
+	enum fg_pacer { FG_PACER_AUTO, FG_PACER_KERNEL, FG_PACER_USER } pacer;
 };
 
 /* Parse JSON text; on error returns -1 and writes "spec.path: message"

@@ -38,7 +38,10 @@ struct xdp_tx {
 	volatile struct fg_tx_state *st;
 	struct xdp_md ctx;
 	uint32_t batch;
+	double runs_per_ns;       /* kernel pacing: program runs per ns of a call */
 };
+
+_Static_assert(sizeof(struct fg_tx_state) == 64, "fg_tx_state: one cache line");
 
 /* Frames the kernel runs before it flushes them to the port (at most
  * TEST_XDP_MAX_BATCH = 256). The receiving veth's NAPI runs after each
@@ -172,23 +175,23 @@ static void xdp_tx_set_phase(struct fg_stream_rt *s, uint32_t phase)
 {
 	struct xdp_tx *x = s->txp;
 
+	x->st->pace_gap_ps = 0;
 	x->st->phase = phase;
 	x->st->seq = 0;
 	x->st->flow = 0;
 }
 
-static int64_t xdp_tx_burst(struct fg_stream_rt *s, uint32_t n)
+static int64_t xdp_run(struct xdp_tx *x, struct fg_stream_rt *s, uint32_t repeat)
 {
-	struct xdp_tx *x = s->txp;
 	uint32_t before = x->st->seq, done;
 	LIBBPF_OPTS(bpf_test_run_opts, o,
 		.data_in = s->tmpl,
 		.data_size_in = s->tmpl_len,
 		.ctx_in = &x->ctx,
 		.ctx_size_in = sizeof(x->ctx),
-		.repeat = n,
+		.repeat = repeat,
 		.flags = BPF_F_TEST_XDP_LIVE_FRAMES,
-		.batch_size = n < x->batch ? n : x->batch,
+		.batch_size = repeat < x->batch ? repeat : x->batch,
 	);
 	int rc = bpf_prog_test_run_opts(x->sh->prog_fd, &o);
 
@@ -196,6 +199,47 @@ static int64_t xdp_tx_burst(struct fg_stream_rt *s, uint32_t n)
 	/* EINTR: a signal stopped the run part way; seq says how far */
 	if (rc && errno != EINTR && !done)
 		return -errno;
+	return done;
+}
+
+static int64_t xdp_tx_burst(struct fg_stream_rt *s, uint32_t n)
+{
+	return xdp_run(s->txp, s, n);
+}
+
+static void xdp_tx_kpace_start(struct fg_stream_rt *s, uint64_t tb_ns, uint64_t total,
+			       uint64_t stop_ns)
+{
+	struct xdp_tx *x = s->txp;
+
+	x->st->pace_base_ns = tb_ns;
+	x->st->pace_next_ps = 0;
+	x->st->pace_ok_ps = 0;
+	x->st->pace_credit = 0;
+	x->st->pace_stop_ps = (stop_ns - tb_ns) * 1000;
+	x->st->pace_limit = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+	x->st->pace_burst = FG_CATCHUP_BURST;
+	if (!x->runs_per_ns)
+		x->runs_per_ns = 0.01; /* a first guess: 100 ns per run */
+	x->st->pace_gap_ps = (uint64_t)(1e12 / s->rate + 0.5); /* last: arms it */
+}
+
+/* A call's length is given in program runs (`repeat`), most of them the
+ * cheap not-due drops; the runs per ns of the calls so far say how many
+ * make slice_ns. */
+static int64_t xdp_tx_kpace_run(struct fg_stream_rt *s, uint64_t slice_ns, uint64_t *t_last_ns)
+{
+	struct xdp_tx *x = s->txp;
+	double want = x->runs_per_ns * (double)slice_ns;
+	uint32_t runs = want < 256 ? 256 : want > 1e8 ? 100000000u : (uint32_t)want;
+	uint64_t t0 = fg_now_ns(), t1;
+	int64_t done = xdp_run(x, s, runs);
+
+	t1 = fg_now_ns();
+	if (t1 > t0 + 100000) /* long enough to learn from; smoothed */
+		x->runs_per_ns = 0.5 * x->runs_per_ns + 0.5 * (double)runs / (double)(t1 - t0);
+	if (done > 0) /* the last frame's stamp: 32 bits of ns, this call */
+		*t_last_ns = t1 - (uint32_t)((uint32_t)t1 - x->st->ts);
 	return done;
 }
 
@@ -211,6 +255,8 @@ const struct fg_txops fg_xdp_txops = {
 	.set_phase = xdp_tx_set_phase,
 	.burst = xdp_tx_burst,
 	.close = xdp_tx_close,
+	.kpace_start = xdp_tx_kpace_start,
+	.kpace_run = xdp_tx_kpace_run,
 	.max_burst = 8192,
 	/* Every BPF_PROG_RUN creates a page pool; one whose frames are still in
 	 * flight when the run ends (in a DUT's ring, on another CPU) is freed
