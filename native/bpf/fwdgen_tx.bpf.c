@@ -70,6 +70,7 @@ int fwdgen_tx(struct xdp_md *ctx)
 	struct fg_flow fl;
 	struct ethhdr *eth = data;
 	__u32 sid, s, f, len, ts, phase;
+	__u64 now = 0;
 
 	if (ctx->ingress_ifindex == LOOPBACK_IFINDEX)
 		return XDP_PASS; /* parked on lo: never touch real traffic */
@@ -94,7 +95,7 @@ int fwdgen_tx(struct xdp_md *ctx)
 		if (st->pace_credit) {
 			st->pace_credit--;
 		} else {
-			__u64 now, rel, lo, due, tokens;
+			__u64 rel, lo, due, tokens;
 
 			now = bpf_ktime_get_ns();
 			if (now < st->pace_base_ns)
@@ -113,7 +114,6 @@ int fwdgen_tx(struct xdp_md *ctx)
 			tokens = (rel - st->pace_ok_ps) / (st->pace_gap_ps / 2);
 			due = due < tokens ? due : tokens;
 			st->pace_credit = due < FG_PACE_CREDIT_MAX ? due : FG_PACE_CREDIT_MAX;
-			st->ts = (__u32)now;
 		}
 		st->pace_next_ps += st->pace_gap_ps;
 		st->pace_ok_ps += st->pace_gap_ps / 2;
@@ -137,7 +137,9 @@ int fwdgen_tx(struct xdp_md *ctx)
 	fg_flow_fields(&c->flow, f, &fl);
 	/* The clock read is ~10% of the per-frame cost (perf, max rate); a
 	 * stream sent as fast as possible reads it every ts_mask + 1 frames. */
-	if (!st->pace_gap_ps && !(s & c->ts_mask))
+	if (now)
+		st->ts = (__u32)now;
+	else if (!(s & c->ts_mask))
 		st->ts = (__u32)bpf_ktime_get_ns();
 	ts = st->ts;
 

@@ -299,8 +299,8 @@ struct fg_tx_state {
 	__u32 pace_limit;  /* no frame with seq >= pace_limit */
 	__u16 pace_burst;  /* catching up: at most this many back to back */
 	__u16 pace_credit; /* behind: frames sure to be due and allowed, sent
-			    * without reading the clock (as unpaced sending,
-			    * 8 frames share one stamp) */
+			    * without the pacing checks (at most
+			    * FG_PACE_CREDIT_MAX in a row) */
 	__u64 pace_base_ns;  /* phase start [ns, CLOCK_MONOTONIC] */
 	__u64 pace_gap_ps;   /* 1e12 / rate; 0: the program does not pace */
 	__u64 pace_next_ps;  /* the next frame is due then */

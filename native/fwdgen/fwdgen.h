@@ -67,11 +67,12 @@ struct fg_txops {
 	int64_t (*burst)(struct fg_stream_rt *s, uint32_t n);
 	void (*close)(struct fg_stream_rt *s);
 	/* Optional, pacing in the kernel: kpace_start arms it for a phase that
-	 * starts at tb_ns (total frames, none after stop_ns); kpace_run lets it
-	 * send for about slice_ns and returns the frames sent (-errno on
-	 * failure) and when the last of them left (*t_last_ns). */
-	void (*kpace_start)(struct fg_stream_rt *s, uint64_t tb_ns, uint64_t total,
-			    uint64_t stop_ns);
+	 * starts at tb_ns (total frames, none after stop_ns; -errno on
+	 * failure); kpace_run lets it send for about slice_ns and returns the
+	 * frames sent (-errno on failure) and when the last of them left
+	 * (*t_last_ns). */
+	int (*kpace_start)(struct fg_stream_rt *s, uint64_t tb_ns, uint64_t total,
+			   uint64_t stop_ns);
 	int64_t (*kpace_run)(struct fg_stream_rt *s, uint64_t slice_ns, uint64_t *t_last_ns);
 	uint32_t max_burst;       /* frames per call at most */
 	uint32_t burst_cap;       /* pacing: largest regular burst [frames] */

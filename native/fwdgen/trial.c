@@ -123,7 +123,7 @@ void fg_trial_usage(FILE *f)
 		   "  load_pps [pps] or \"max\", duration_s, warmup_s, drain_s [s],\n"
 		   "  latency {enabled, rate_pps}, cpus {tx: [..], rx: [..]}, samples,\n"
 		   "  pacer auto|kernel|user (kernel: the xdp program sends each frame when\n"
-		   "             due; auto: from 2 Mpps, for a stream alone on its TX thread)\n"
+		   "             due; auto: from 0.5 Mpps, for a stream alone on its TX thread)\n"
 		   "\nenvironment: FWDGEN_DEBUG=1 prints libbpf and libxdp warnings.\n");
 }
 
@@ -354,13 +354,15 @@ static void send_some(struct fg_stream_rt *s, uint64_t n, int measured)
 
 /* Pacing in the kernel (the xdp backend, see fg_tx_state) for a stream
  * that has its TX thread to itself and a rate of at least KPACE_MIN_PPS.
- * There, user-space pacing sends bursts of hundreds of frames at the
- * generator's full speed (a call per burst costs ~25 us, so it cannot
- * send fewer), and at 90 % of the maximum it fell 0.02-9 % short of the
- * load. Below it, bursts are short and the thread sleeps between them
- * rather than keep its CPU busy. A call runs for KPACE_SLICE_NS (200
- * calls/s), less close to the end of the phase. */
-#define KPACE_MIN_PPS 2e6
+ * User-space pacing makes a call per burst, 4000 calls/s, and each call's
+ * fresh page pool (pages initialised, pools torn down) took a third of the
+ * generator CPU (perf): at 90 % of the maximum it fell 0.02-9 % short, and
+ * in the lab it offered 0.50 of 0.60 Mpps to vfwd (kernel: 0.60). Below
+ * KPACE_MIN_PPS, user-space bursts lose nothing and the thread sleeps
+ * between them; frames one by one there cost vfwd 0.13 % loss at 0.3 Mpps
+ * (a NAPI wake-up per frame on the DUT CPU, where bursts coalesce). A call
+ * runs for KPACE_SLICE_NS (200 calls/s), less close to the phase's end. */
+#define KPACE_MIN_PPS 5e5
 #define KPACE_SLICE_NS 5000000ull
 #define KPACE_END_SLICE_NS 200000ull
 
@@ -470,8 +472,14 @@ static void run_phase(struct txthread *t, uint32_t phase, uint64_t tb, double du
 		if (!s->total)
 			s->done = 1;
 		s->kpaced = kpace_wanted(t, s);
-		if (s->kpaced)
-			s->txo->kpace_start(s, tb, s->total, t_end + catchup_grace(dur_s));
+		if (s->kpaced) {
+			int rc = s->txo->kpace_start(s, tb, s->total, t_end + catchup_grace(dur_s));
+
+			if (rc) {
+				s->tx_error = rc;
+				s->done = 1;
+			}
+		}
 	}
 	spin_until(tb);
 	while (!fg_stop) {
