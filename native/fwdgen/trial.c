@@ -229,9 +229,10 @@ static int port_info(struct fg_port_rt *p)
 	return rc;
 }
 
-/* Pacing granularity: frames per burst so that a stream makes at most one
- * burst per `period_ns` (the port's burst_period_us, else the backend's
- * min_period_ns) of its traffic, capped at the backend's burst_cap frames.
+/* User-space pacing granularity: frames per burst so that a stream makes
+ * at most one burst per `period_ns` (the port's burst_period_us, else the
+ * backend's min_period_ns) of its traffic, capped at the backend's
+ * burst_cap frames. (Streams paced in the kernel, kpace_wanted, ignore it.)
  *
  * Above PACE_FAST_PPS the backend's period grows with the cube of the
  * rate: a call has a fixed cost (xdp: a page pool per BPF_PROG_RUN, ~25 us),
