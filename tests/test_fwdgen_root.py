@@ -116,10 +116,29 @@ def test_high_share_of_the_maximum_is_paced_exactly(loop):
     assert s["tx_packets"] == s["intended_packets"]
     assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, (s["achieved_tx_pps"], load)
     assert s["tx_limited"] is False
-    # a latency stream beside it shares the TX thread: user-space pacing
+    # a latency stream beside it on an unpinned thread: user-space pacing
     doc = run_ok(loop, loop_spec(100_000, 1.0, latency={"enabled": True, "rate_pps": 1000},
                                  pacer="kernel"))
     assert doc["streams"][0]["pacer"] == "user"
+
+
+@pytest.mark.parametrize("load", [100_000, 1_000_000])
+def test_latency_stream_paced_with_its_load_in_one_call(loop, load):
+    # a pinned TX thread with a load stream and its latency stream: one XDP
+    # program paces both (fg_tx_pair), the load in 50 us groups below 0.5 Mpps
+    doc = run_ok(loop, loop_spec(load, 2.0, latency={"enabled": True, "rate_pps": 9000},
+                                 cpus={"tx": [0]}))
+    s = doc["streams"][0]
+    ls = s["latency_stream"]
+    assert s["pacer"] == ls["pacer"] == "kernel"
+    assert_exact(s)
+    assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, s["achieved_tx_pps"]
+    assert ls["intended_packets"] == ls["tx_packets"] == ls["rx_packets"] == 18_000
+    assert ls["lost"] == 0 and ls["reordered"] == 0 and ls["duplicated"] == 0
+    assert ls["latency"]["samples"] == 18_000
+    # each frame carries its own stream's signature: no latency frame was
+    # counted as load or the other way round
+    assert s["rx_packets"] == 2 * load and s["duplicated"] == 0
 
 
 def test_induced_loss_equals_dropped_count():

@@ -47,17 +47,44 @@ struct {
 	__type(value, struct fg_tx_state);
 } fg_tx_state SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, FG_TX_PAIR_CPUS);
+	__type(key, __u32);
+	__type(value, struct fg_tx_pair);
+} fg_tx_pair SEC(".maps");
+
 #define L3_OFF FG_ETH_LEN
 #define SIG4_OFF (FG_ETH_LEN + FG_IP4_LEN + FG_UDP_LEN)
 #define SIG6_OFF (FG_ETH_LEN + FG_IP6_LEN + FG_UDP_LEN)
 
-static __always_inline void put_sig(struct fg_sig *sg, __u32 magic, __u32 phase, __u32 s,
-				    __u32 ts)
+static __always_inline void put_sig(struct fg_sig *sg, __u32 magic, __u32 sid, __u32 phase,
+				    __u32 s, __u32 ts)
 {
 	sg->magic = bpf_htonl(magic);
+	sg->stream = (__u8)sid; /* a paired call's page serves both streams */
 	sg->phase = (__u8)phase;
 	sg->seq = bpf_htonl(s);
 	sg->ts = bpf_htonl(ts);
+}
+
+/* Is a frame of this paced stream due at `now`, within its catch-up
+ * token bucket? (fg_tx_state) */
+static __always_inline int pace_due(struct fg_tx_state *st, __u64 now)
+{
+	__u64 rel, lo;
+
+	if (!st->pace_gap_ps || st->seq >= st->pace_limit || now < st->pace_base_ns)
+		return 0;
+	rel = (now - st->pace_base_ns) * 1000;
+	if (rel < st->pace_next_ps || rel > st->pace_stop_ps)
+		return 0;
+	lo = (__u64)st->pace_burst * (st->pace_gap_ps / 2);
+	lo = rel > lo ? rel - lo : 0;
+	if (st->pace_ok_ps < lo)
+		st->pace_ok_ps = lo;
+	return rel >= st->pace_ok_ps;
 }
 
 SEC("xdp")
@@ -69,14 +96,45 @@ int fwdgen_tx(struct xdp_md *ctx)
 	struct fg_tx_state *st;
 	struct fg_flow fl;
 	struct ethhdr *eth = data;
-	__u32 sid, s, f, len, ts, phase;
+	struct fg_tx_pair *pair;
+	__u32 sid, s, f, len, ts, phase, cpu;
 	__u64 now = 0;
 
 	if (ctx->ingress_ifindex == LOOPBACK_IFINDEX)
 		return XDP_PASS; /* parked on lo: never touch real traffic */
 	if (data + SIG4_OFF + FG_SIG_LEN > data_end)
 		return XDP_ABORTED;
-	/* the template's stream byte (constant, never rewritten) */
+	cpu = bpf_get_smp_processor_id();
+	pair = bpf_map_lookup_elem(&fg_tx_pair, &cpu);
+	if (pair && pair->main < FG_MAX_STREAMS) {
+		/* a load stream and its latency stream in one call */
+		now = bpf_ktime_get_ns();
+		sid = pair->comp;
+		st = sid < FG_MAX_STREAMS ? bpf_map_lookup_elem(&fg_tx_state, &sid) : NULL;
+		if (!st || !pace_due(st, now)) {
+			sid = pair->main;
+			st = bpf_map_lookup_elem(&fg_tx_state, &sid);
+			if (!st)
+				return XDP_ABORTED;
+			if (st->pace_credit && st->seq < st->pace_limit) {
+				st->pace_credit--; /* the rest of a group */
+			} else {
+				__u64 g = st->pace_group > 1 ? st->pace_group - 1 : 0;
+
+				/* a group leaves when its last frame is due */
+				if (!pace_due(st, now - g * st->pace_gap_ps / 1000))
+					return XDP_DROP;
+				st->pace_credit = (__u16)g;
+			}
+		}
+		c = bpf_map_lookup_elem(&fg_tx_cfg, &sid);
+		if (!c)
+			return XDP_ABORTED;
+		st->pace_next_ps += st->pace_gap_ps;
+		st->pace_ok_ps += st->pace_gap_ps / 2;
+		goto build;
+	}
+	/* the stream byte: the call's template (pages are not shared) */
 	if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		if (data + SIG6_OFF + FG_SIG_LEN > data_end)
 			return XDP_ABORTED;
@@ -90,26 +148,18 @@ int fwdgen_tx(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	if (st->pace_gap_ps) {
 		/* paced here (see fg_tx_state): not due yet is a cheap drop */
-		if (st->seq >= st->pace_limit)
-			return XDP_DROP;
 		if (st->pace_credit) {
+			if (st->seq >= st->pace_limit)
+				return XDP_DROP;
 			st->pace_credit--;
 		} else {
-			__u64 rel, lo, due, tokens;
+			__u64 rel, due, tokens;
 
 			now = bpf_ktime_get_ns();
-			if (now < st->pace_base_ns)
-				return XDP_DROP;
-			rel = (now - st->pace_base_ns) * 1000;
-			if (rel < st->pace_next_ps || rel > st->pace_stop_ps)
-				return XDP_DROP;
-			lo = (__u64)st->pace_burst * (st->pace_gap_ps / 2);
-			lo = rel > lo ? rel - lo : 0;
-			if (st->pace_ok_ps < lo)
-				st->pace_ok_ps = lo;
-			if (rel < st->pace_ok_ps)
+			if (!pace_due(st, now))
 				return XDP_DROP;
 			/* frames due after this one, and catch-up tokens left */
+			rel = (now - st->pace_base_ns) * 1000;
 			due = (rel - st->pace_next_ps) / st->pace_gap_ps;
 			tokens = (rel - st->pace_ok_ps) / (st->pace_gap_ps / 2);
 			due = due < tokens ? due : tokens;
@@ -119,6 +169,7 @@ int fwdgen_tx(struct xdp_md *ctx)
 		st->pace_ok_ps += st->pace_gap_ps / 2;
 	}
 
+build:
 	s = st->seq;
 	f = st->flow;
 	phase = st->phase;
@@ -159,7 +210,7 @@ int fwdgen_tx(struct xdp_md *ctx)
 		udp->source = bpf_htons(fl.src_port);
 		udp->dest = bpf_htons(fl.dst_port);
 		udp->len = bpf_htons(ulen);
-		put_sig(sg, c->magic, phase, s, ts);
+		put_sig(sg, c->magic, sid, phase, s, ts);
 		udp->check = bpf_htons(fg_udp_csum(&c->csum, ulen, &fl, (sid << 8) | phase, s, ts));
 	} else {
 		struct ipv6hdr *ip6 = data + L3_OFF;
@@ -176,7 +227,7 @@ int fwdgen_tx(struct xdp_md *ctx)
 		udp->source = bpf_htons(fl.src_port);
 		udp->dest = bpf_htons(fl.dst_port);
 		udp->len = bpf_htons(ulen);
-		put_sig(sg, c->magic, phase, s, ts);
+		put_sig(sg, c->magic, sid, phase, s, ts);
 		udp->check = bpf_htons(fg_udp_csum(&c->csum, ulen, &fl, (sid << 8) | phase, s, ts));
 	}
 	return XDP_TX;

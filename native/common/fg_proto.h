@@ -291,8 +291,20 @@ struct fg_tx_streamcfg {
  * fraction (250 ns per frame at 4 Mpps). */
 #define FG_PACE_CREDIT_MAX 7
 
+/* Two streams paced in one BPF_PROG_RUN call (a load stream and its
+ * latency stream, on one pinned TX thread): array "fg_tx_pair", indexed by
+ * CPU, set by the thread around its calls. comp is served first when due.
+ * main >= FG_MAX_STREAMS: no pair; the frame's stream byte says whose call
+ * it is. */
+#define FG_TX_PAIR_CPUS 4096
+#define FG_NO_STREAM 0xffffffffu
+struct fg_tx_pair {
+	__u32 main, comp;
+};
+
 struct fg_tx_state {
-	__u32 phase;       /* enum fg_phase written into frames */
+	__u16 phase;       /* enum fg_phase written into frames */
+	__u16 pace_group;  /* paired calls: frames leave in groups of this many */
 	__u32 seq;         /* next sequence number of the phase */
 	__u32 flow;        /* next flow index */
 	__u32 ts;          /* last TX timestamp read */
