@@ -3,10 +3,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 
 import pytest
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+# Some tests press Ctrl-C on a child (SIGINT). A shell that starts this run
+# in the background (`cmd &` in a script) ignores SIGINT, children inherit
+# that, and fwdbench rightly keeps an ignored SIGINT ignored: give the
+# children the default, as a terminal would.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
