@@ -165,6 +165,33 @@ def test_generator_limited_trials_are_counted(tmp_path):
     assert [w.kind for w in m.warnings].count("repetitions") == 1   # one repetition: no CI
 
 
+def test_methods_say_how_fwdgen_paced(tmp_path):
+    st = Store(tmp_path / "p.sqlite")
+    cid = st.create_campaign(name="p", source_path="p.toml", config_text="",
+                             config={"campaign": {"name": "p"}}, host={}, tool_version="0.1.0")
+    sid = st.add_scenario(cid, 0, "d p", "d", "linux", {}, {"name": "p", "frame_size": 64},
+                          {"type": "sweep", "loads_pps": [1e5, 1e6, 2e6]},
+                          {"dut": "d", "profile": "p"}, 1e7)
+    for seq, (load, pacer) in enumerate(((1e5, "user"), (1e6, "kernel"), (2e6, "kernel"))):
+        r = _trial(load, 1.0, 0.0, streams=1)
+        r.raw = {"fwdgen_version": "0.1.0", "streams": [{"id": 0, "pacer": pacer}]}
+        t = st.begin_trial(sid, 0, seq, "search", "sweep", load, 1.0)
+        st.finish_trial(t, r)
+    st.close()
+    m = load_model(tmp_path / "p.sqlite")
+    assert m.pacers == {"user": 1, "kernel": 2}
+    assert "fwdgen paced 2 trial(s) in its XDP program" in m.methodology
+    assert "and 1 in bursts from user space" in m.methodology
+    # other generators (no pacer in their results): nothing is claimed
+    assert "paced" not in load_model(_db_without_pacer(tmp_path)).methodology
+
+
+def _db_without_pacer(tmp_path):
+    db = tmp_path / "n.sqlite"
+    _store(db, 64, direction="uni")
+    return db
+
+
 def test_dut_ingress_queue_is_reported(tmp_path):
     """A netns campaign without testbed.dut_rx_queue ran with the default queue:
     the report's testbed section and methods text say so."""

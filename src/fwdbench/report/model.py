@@ -13,7 +13,7 @@ import json
 import math
 import re
 import sqlite3
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -290,6 +290,7 @@ class ReportModel:
     repetitions: int
     trial_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
     simulated: bool = False          # testbed 'sim': no packets were forwarded
+    pacers: dict[str, int] = field(default_factory=dict)  # fwdgen's pacer -> trials
     result_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
@@ -599,6 +600,7 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
     trial_rows: list[dict[str, Any]] = []
     by_scen: dict[int, list[tuple[dict, TrialResult]]] = defaultdict(list)
     fwdgen_versions: set[str] = set()
+    pacers: Counter[str] = Counter()
     for t in store.trials("done"):
         if t.result is None or t.scenario_id not in raw:
             continue
@@ -608,6 +610,9 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
         v = (t.result.raw or {}).get("fwdgen_version")
         if v:
             fwdgen_versions.add(str(v))
+        pacer = _trial_pacer(t.result.raw or {})
+        if pacer:
+            pacers[pacer] += 1
 
     result_rows = []
     res_by_scen: dict[int, dict[str, list[float | None]]] = defaultdict(lambda: defaultdict(list))
@@ -658,7 +663,8 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
         warnings=[], methodology="", placement=placement, fwdgen_version=fwdgen_version,
         repetitions=int(info.get("repetitions") or
                         max((len(s.repetitions) for s in scenarios), default=0)),
-        trial_rows=trial_rows, result_rows=result_rows, simulated=tb.get("type") == "sim")
+        trial_rows=trial_rows, result_rows=result_rows, simulated=tb.get("type") == "sim",
+        pacers=dict(pacers))
     model.warnings = _warnings(model)
     model.methodology = methodology_text(model)
     return model
@@ -1037,6 +1043,14 @@ def _search_summary(scenarios: list[ScenarioReport]) -> list[str]:
     return phrases
 
 
+def _trial_pacer(raw: dict[str, Any]) -> str | None:
+    """How fwdgen paced a trial's load (contracts.md, `pacer`); None for other
+    generators, "max" loads and fwdgen versions that did not say."""
+    streams = raw.get("streams") or []
+    p = streams[0].get("pacer") if streams and isinstance(streams[0], dict) else None
+    return p if p in ("kernel", "user") else None
+
+
 def methodology_text(m: ReportModel) -> str:
     cfg = m.config
     trial = cfg.get("trial") or {}
@@ -1078,6 +1092,13 @@ def methodology_text(m: ReportModel) -> str:
                          "received inline on the DUT CPU, so frames were stamped as the DUT "
                          "sent them; under load the generator's CPU received them, and its "
                          "wake-up is part of the latency.")
+    if m.pacers:
+        parts.append(
+            f"fwdgen paced {m.pacers.get('kernel', 0)} trial(s) in its XDP program, frame by "
+            "frame on a schedule (a load with its latency stream in one program, the load "
+            "in 50 us groups below 0.5 Mpps), and "
+            f"{m.pacers.get('user', 0)} in bursts from user space (at most one per 250 us, "
+            "or per 1 ms behind the ingress queue).")
     if m.energy_any:
         kinds = {mp.energy_measured for s in m.scenarios for mp in s.meters
                  if mp.joules is not None}
