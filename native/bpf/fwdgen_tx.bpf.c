@@ -130,8 +130,6 @@ int fwdgen_tx(struct xdp_md *ctx)
 		c = bpf_map_lookup_elem(&fg_tx_cfg, &sid);
 		if (!c)
 			return XDP_ABORTED;
-		st->pace_next_ps += st->pace_gap_ps;
-		st->pace_ok_ps += st->pace_gap_ps / 2;
 		goto build;
 	}
 	/* the stream byte: the call's template (pages are not shared) */
@@ -165,11 +163,13 @@ int fwdgen_tx(struct xdp_md *ctx)
 			due = due < tokens ? due : tokens;
 			st->pace_credit = due < FG_PACE_CREDIT_MAX ? due : FG_PACE_CREDIT_MAX;
 		}
-		st->pace_next_ps += st->pace_gap_ps;
-		st->pace_ok_ps += st->pace_gap_ps / 2;
 	}
 
 build:
+	if (st->pace_gap_ps) { /* a paced frame leaves: the schedule moves on */
+		st->pace_next_ps += st->pace_gap_ps;
+		st->pace_ok_ps += st->pace_gap_ps / 2;
+	}
 	s = st->seq;
 	f = st->flow;
 	phase = st->phase;

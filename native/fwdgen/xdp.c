@@ -9,7 +9,6 @@
  *     sequence bitmaps are mmapped arrays read without syscalls.
  */
 #include <errno.h>
-#include <math.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -192,7 +191,8 @@ static void xdp_tx_set_phase(struct fg_stream_rt *s, uint32_t phase)
 	x->st->flow = 0;
 }
 
-static int64_t xdp_run(struct xdp_tx *x, struct fg_stream_rt *s, uint32_t repeat)
+static int64_t xdp_run(struct xdp_tx *x, struct fg_stream_rt *s, uint32_t repeat,
+		       uint32_t batch)
 {
 	uint32_t before = x->st->seq, done;
 	LIBBPF_OPTS(bpf_test_run_opts, o,
@@ -202,7 +202,7 @@ static int64_t xdp_run(struct xdp_tx *x, struct fg_stream_rt *s, uint32_t repeat
 		.ctx_size_in = sizeof(x->ctx),
 		.repeat = repeat,
 		.flags = BPF_F_TEST_XDP_LIVE_FRAMES,
-		.batch_size = repeat < x->batch ? repeat : x->batch,
+		.batch_size = repeat < batch ? repeat : batch,
 	);
 	int rc = bpf_prog_test_run_opts(x->sh->prog_fd, &o);
 
@@ -215,7 +215,9 @@ static int64_t xdp_run(struct xdp_tx *x, struct fg_stream_rt *s, uint32_t repeat
 
 static int64_t xdp_tx_burst(struct fg_stream_rt *s, uint32_t n)
 {
-	return xdp_run(s->txp, s, n);
+	struct xdp_tx *x = s->txp;
+
+	return xdp_run(x, s, n, x->batch);
 }
 
 /* Above this load a clock read per frame costs a share of the maximum
@@ -224,15 +226,8 @@ static int64_t xdp_tx_burst(struct fg_stream_rt *s, uint32_t n)
  * < 1.5 us at 4 Mpps). */
 #define KPACE_STAMP_EVERY_PPS 2e6
 
-/* Paired calls (a load stream and its latency stream, fwdgen.h) send the
- * load below KPACE_GROUP_MAX_PPS in groups of KPACE_GROUP_NS of traffic,
- * as a NIC coalesces interrupts: frames one by one at 150 kpps cost vfwd
- * (a NAPI and a worker wake-up per frame on the DUT CPU) 2.4 % loss. */
-#define KPACE_GROUP_MAX_PPS 5e5
-#define KPACE_GROUP_NS 50000.0
-
 static int xdp_tx_kpace_start(struct fg_stream_rt *s, uint64_t tb_ns, uint64_t total,
-			      uint64_t stop_ns)
+			      uint64_t stop_ns, uint32_t group)
 {
 	struct xdp_tx *x = s->txp;
 	uint32_t key = (uint32_t)s->idx, mask = s->rate >= KPACE_STAMP_EVERY_PPS ? 7 : 0;
@@ -247,8 +242,7 @@ static int xdp_tx_kpace_start(struct fg_stream_rt *s, uint64_t tb_ns, uint64_t t
 	x->st->pace_next_ps = 0;
 	x->st->pace_ok_ps = 0;
 	x->st->pace_credit = 0;
-	x->st->pace_group = (uint16_t)(s->rate < KPACE_GROUP_MAX_PPS ?
-		fmin(FG_CATCHUP_BURST / 2, fmax(1, floor(s->rate * KPACE_GROUP_NS * 1e-9 + 0.5))) : 1);
+	x->st->pace_group = (uint16_t)group;
 	x->st->pace_stop_ps = (stop_ns - tb_ns) * 1000;
 	x->st->pace_limit = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 	x->st->pace_burst = FG_CATCHUP_BURST;
@@ -268,7 +262,7 @@ static int xdp_tx_kpace_run(struct fg_stream_rt *const *ss, int n, int cpu, uint
 	volatile struct fg_tx_pair *pair = NULL;
 	double want = x->runs_per_ns * (double)slice_ns;
 	uint32_t runs = want < 256 ? 256 : want > 1e8 ? 100000000u : (uint32_t)want;
-	uint32_t before[2], batch = x->batch;
+	uint32_t before[2];
 	uint64_t t0 = fg_now_ns(), t1;
 	int64_t r;
 	int k, rc = 0;
@@ -284,10 +278,7 @@ static int xdp_tx_kpace_run(struct fg_stream_rt *const *ss, int n, int cpu, uint
 		before[k] = ((struct xdp_tx *)ss[k]->txp)->st->seq;
 	/* a frame waits in the kernel's bulk queue until its batch ends:
 	 * latency stream p50 on the veth loop 3.8 us with 64, 1.1 us with 16 */
-	if (n == 2)
-		x->batch = XDP_LIVE_BATCH_PAIR;
-	r = xdp_run(x, ss[0], runs);
-	x->batch = batch;
+	r = xdp_run(x, ss[0], runs, n == 2 ? XDP_LIVE_BATCH_PAIR : x->batch);
 
 	if (r < 0)
 		rc = (int)r;
