@@ -8,7 +8,8 @@ and whether the generator reached the offered load. Peers of issue 7 (vfwd):
 the Linux router (with the lab's DUT ingress queue, and with veth's own ring
 and threaded NAPI as the issue measured it), DPDK testpmd on net_af_xdp,
 and the xdp DUT. vfwd runs as campaigns run it (rx_mode auto: interrupt,
-one priority above the lab's NAPI threads) and spinning at normal priority.
+one priority above the lab's NAPI threads) and spinning at their priority,
+yielding after every pass (rx_mode poll).
 
 Usage: sudo .venv/bin/python bench/lab_duts.py [--load-pps 1.5e6] [--seconds 3] [--trials 3]
 
@@ -33,7 +34,7 @@ PEERS = [
     ("testpmd mac (net_af_xdp)", {"type": "testpmd", "params": {"mode": "mac"}}, 4096),
     ("vfwd router (AF_XDP)", {"type": "vfwd", "params": {"mode": "router"}}, 4096),
     ("vfwd router (AF_XDP, poll)", {"type": "vfwd", "params": {
-        "mode": "router", "rx_mode": "poll", "sched_priority": 0}}, 4096),
+        "mode": "router", "rx_mode": "poll"}}, 4096),
     ("xdp router", {"type": "xdp", "params": {"mode": "router"}}, 4096),
 ]
 

@@ -16,7 +16,7 @@ import pytest
 from fwdbench.errors import LabError
 from fwdbench.lab import (BENCH_NET4, BENCH_NET6, FLOW_NETS, PORTS, CommandError, Executor, Lab,
                           LabConfig, down_all, down_lab, list_labs)
-from fwdbench.lab import cleanup
+from fwdbench.lab import cleanup, rt_throttling
 
 CPUS = sorted(os.sched_getaffinity(0))
 GEN, DUTC = CPUS[0], CPUS[-1]
@@ -374,3 +374,38 @@ def test_napi_threads_can_get_realtime_priority():
             assert os.sched_getscheduler(pid) == os.SCHED_FIFO
             assert os.sched_getparam(pid).sched_priority == 50
         assert lab.describe()["napi_rt_priority"] == 50
+
+
+RT_KNOB = "/proc/sys/kernel/sched_rt_runtime_us"
+CHILD_RT = CHILD.replace("dut_cpu=int(sys.argv[2])", "dut_cpu=int(sys.argv[2]), napi_rt_priority=50")
+
+
+@pytest.mark.root
+@pytest.mark.skipif(not rt_throttling.kernel_has_fair_server(), reason="kernel < 6.12")
+def test_rt_throttling_is_lifted_while_up_and_restored_even_after_a_crash():
+    before = open(RT_KNOB).read().strip()
+    assert before != "-1", "another lab (or the admin) lifted RT throttling already"
+    with Lab.up(LabConfig(gen_cpu=GEN, dut_cpu=DUTC, napi_rt_priority=50)) as lab:
+        assert open(RT_KNOB).read().strip() == "-1"
+        assert cleanup.read_state(lab.run_id)[rt_throttling.KEY] == int(before)
+        assert "lifted" in lab.describe()["rt_throttling"]
+    assert open(RT_KNOB).read().strip() == before
+    # a SIGKILLed run leaves it lifted; `lab down --all` restores it with the namespaces
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    proc = subprocess.Popen([sys.executable, "-c", CHILD_RT, str(GEN), str(DUTC)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        info = json.loads(proc.stdout.readline() or "{}")
+        assert info, proc.stderr.read()
+        proc.kill()
+        proc.wait(timeout=5)
+        assert open(RT_KNOB).read().strip() == "-1"
+        assert down_all([info["run_id"]]) == [info["run_id"]]
+    finally:
+        proc.kill()
+    assert open(RT_KNOB).read().strip() == before
+    # without FIFO NAPI threads nothing is touched
+    with Lab.up(LabConfig(gen_cpu=GEN, dut_cpu=DUTC)) as lab:
+        assert open(RT_KNOB).read().strip() == before
+        assert lab.describe()["rt_throttling"] == "left alone"

@@ -186,12 +186,16 @@ def lab_for_rx_mode(napi_prio: int, tuning: bool = True, dut_cpu: int = 1):
 
 @pytest.mark.parametrize("params, cpus, lab, want", [
     ({}, [1], lab_for_rx_mode(50), ("interrupt", 51)),      # FIFO NAPI on the worker's CPU
+    ({}, [1], lab_for_rx_mode(99), ("interrupt", 99)),
     ({}, [0], lab_for_rx_mode(50), ("poll", 0)),            # NAPI elsewhere: spin
     ({}, [1], lab_for_rx_mode(0), ("poll", 0)),             # CFS NAPI threads
     ({}, [1], lab_for_rx_mode(50, tuning=False), ("poll", 0)),
-    ({}, [1], lab_for_rx_mode(99), ("interrupt", 99)),
+    ({"rx_mode": "interrupt"}, [1], lab_for_rx_mode(50), ("interrupt", 51)),
+    ({"rx_mode": "interrupt"}, [0], lab_for_rx_mode(50), ("interrupt", 0)),
     ({"rx_mode": "interrupt", "sched_priority": 0}, [1], lab_for_rx_mode(50), ("interrupt", 0)),
-    ({"rx_mode": "poll"}, [1], lab_for_rx_mode(50), ("poll", 0)),
+    ({"rx_mode": "poll"}, [1], lab_for_rx_mode(50), ("poll", 50)),     # take turns with NAPI
+    ({"rx_mode": "adaptive"}, [1], lab_for_rx_mode(50), ("adaptive", 50)),
+    ({"rx_mode": "poll", "sched_priority": 0}, [1], lab_for_rx_mode(50), ("poll", 0)),
     ({"rx_mode": "adaptive", "sched_priority": 7}, [1], lab_for_rx_mode(50), ("adaptive", 7)),
     ({"rx_mode": "poll", "sched_priority": 60}, [0], lab_for_rx_mode(50), ("poll", 60)),
 ])

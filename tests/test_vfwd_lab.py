@@ -371,25 +371,31 @@ def real_lab():
         lab.down()
 
 
-def test_fwdgen_trial_through_vfwd(real_lab):
+@pytest.mark.parametrize("params, mode, prio", [
+    # the lab's FIFO NAPI threads share the DUT CPU: by default vfwd's worker
+    # sleeps when idle and runs one priority above them (resolve_rx_mode) ...
+    ({}, "interrupt", 51),
+    # ... and a spinning one runs at their priority: without its yield after
+    # every pass the NAPI threads would never run and nothing would arrive
+    ({"rx_mode": "poll"}, "poll", 50),
+])
+def test_fwdgen_trial_through_vfwd(real_lab, params, mode, prio):
     """The campaign path: driver setup in fwdbench's lab, a fwdgen trial at a low
     rate through vfwd, counter deltas, teardown."""
     fwdgen = vfwd_binary().parent / "fwdgen"
     if not fwdgen.exists():
         pytest.skip(f"{fwdgen} not built")
-    d = VfwdDut({"mode": "router"})
+    d = VfwdDut({"mode": "router", **params})
     d.check()
     d.setup(real_lab)
     try:
-        # the lab's FIFO NAPI threads share the DUT CPU: vfwd's worker sleeps
-        # when idle and runs one priority above them (resolve_rx_mode)
         desc = d.describe()
-        assert desc["rx_mode_used"] == "interrupt" and desc["sched_priority_used"] == 51
-        assert f"rx-mode interrupt\nsched-priority 51\n" in desc["config"]
+        assert desc["rx_mode_used"] == mode and desc["sched_priority_used"] == prio
+        assert f"rx-mode {mode}\nsched-priority {prio}\n" in desc["config"]
         fifo = [(t, os.sched_getparam(int(t)).sched_priority)
                 for t in os.listdir(f"/proc/{d._proc.pid}/task")
                 if os.sched_getscheduler(int(t)) == os.SCHED_FIFO]
-        assert [p for _t, p in fifo] == [51], fifo        # the one worker, nothing else
+        assert [p for _t, p in fifo] == [prio], fifo      # the one worker, nothing else
         macs = d.peer_macs(real_lab)
         p0, p1 = real_lab.ports[0], real_lab.ports[1]
         spec = {"ports": [{"ifname": p.tg.ifname, "mac": p.tg.mac, "peer_mac": macs[p.tg.ifname],

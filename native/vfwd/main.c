@@ -82,6 +82,12 @@ static void *worker_main(void *arg)
 	struct pollfd pfd[VF_MAX_PORTS];
 	while (!w->stop) {
 		uint32_t n = vf_worker_run_once(w);
+		/* At SCHED_FIFO a thread runs until it blocks or yields: yield
+		 * after every pass so that kernel threads of our priority (the
+		 * NAPI threads filling our RX rings) run between passes, and
+		 * drain their 256-frame veth rings while we work. */
+		if (c->sched_priority > 0)
+			sched_yield();
 		if (n) {
 			idle = 0;
 			continue;

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import LabError
+from . import rt_throttling
 
 STATE_DIR = "/run/fwdbench"
 RUN_ID_RE = re.compile(r"^[a-z0-9]{1,12}$")
@@ -176,7 +177,23 @@ def remove_lab(run_id: str, namespaces: list[str] | None = None) -> None:
     kill_ns_processes(namespaces)
     for ns in namespaces:
         delete_netns(ns)
+    rt_throttling.restore(read_state(run_id), other_states(run_id))
     remove_state(run_id)
+
+
+def other_states(run_id: str) -> list[dict[str, Any]]:
+    """State files of every lab on this host but ``run_id``."""
+    try:
+        files = sorted(os.listdir(STATE_DIR))
+    except FileNotFoundError:
+        return []
+    out = []
+    for fn in files:
+        if fn.endswith(".json") and RUN_ID_RE.match(fn[:-5]) and fn[:-5] != run_id:
+            st = read_state(fn[:-5])
+            if st and not st.get("corrupt"):
+                out.append(st)
+    return out
 
 
 @dataclass

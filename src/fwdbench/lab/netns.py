@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import LabError
-from . import cleanup
+from . import cleanup, rt_throttling
 from .addressing import FLOW_NETS, PORTS, PortPair, dut_ns, tg_ns
 from .executor import Executor
 from .netlink import link_stats
@@ -55,6 +55,7 @@ class LabConfig:
     mtu: int = 1500                 # [bytes] of every lab veth
     napi_rt_priority: int = 0       # SCHED_FIFO priority of the NAPI threads (0: normal, CFS)
     cpu_latency_us: int | None = 0  # PM QoS CPU wake-up latency while the lab is up (None: leave)
+    lift_rt_throttling: bool = True  # sched_rt_runtime_us = -1 while FIFO NAPI threads run (rt_throttling.py)
     persistent: bool = False        # survive this process (`fwdbench lab up`); no auto teardown
 
     def __post_init__(self):
@@ -130,6 +131,7 @@ class Lab:
         self._made_ns: list[str] = []           # namespaces this object created (down removes only those)
         self._down = False
         self._pm_qos_fd: int | None = None
+        self.rt_throttling = "left alone"       # what up() did to kernel.sched_rt_runtime_us
 
     # --- lifecycle -------------------------------------------------------------
     @classmethod
@@ -166,6 +168,9 @@ class Lab:
             raise
         if cfg.kernel_tuning and cfg.cpu_latency_us is not None and not cfg.persistent:
             lab._hold_cpu_latency(cfg.cpu_latency_us)
+        if cfg.kernel_tuning and cfg.napi_rt_priority > 0 and cfg.lift_rt_throttling:
+            lab.rt_throttling = rt_throttling.lift(state, cleanup.other_states(run_id),
+                                                   cleanup.update_state)
         lab.timings["total"] = time.perf_counter() - t0
         return lab
 
@@ -400,6 +405,7 @@ class Lab:
             "napi_rt_priority": self.cfg.napi_rt_priority,
             "cpu_latency_us": (self.cfg.cpu_latency_us if self._pm_qos_fd is not None
                                else getattr(self, "_pm_qos_error", None)),
+            "rt_throttling": self.rt_throttling,
             "tuning": [t.as_dict() | {"affinity_now": napi_affinity(t)} for t in self.tuning],
             "dut_ingress": self.dut_ingress,
             "tg_rx": self.tg_rx,
