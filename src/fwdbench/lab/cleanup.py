@@ -11,6 +11,8 @@ without a state file (not ours, even if named ``fb-*``).
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -177,8 +179,21 @@ def remove_lab(run_id: str, namespaces: list[str] | None = None) -> None:
     kill_ns_processes(namespaces)
     for ns in namespaces:
         delete_netns(ns)
-    rt_throttling.restore(read_state(run_id), other_states(run_id))
-    remove_state(run_id)
+    with rt_lock():     # another lab's restore must see this state or its absence, not both
+        rt_throttling.restore(read_state(run_id), other_states(run_id))
+        remove_state(run_id)
+
+
+@contextlib.contextmanager
+def rt_lock():
+    """Serialises the RT throttling lift and restore of labs on this host."""
+    os.makedirs(STATE_DIR, mode=0o755, exist_ok=True)
+    fd = os.open(os.path.join(STATE_DIR, ".rt_throttling.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def other_states(run_id: str) -> list[dict[str, Any]]:

@@ -169,8 +169,9 @@ class Lab:
         if cfg.kernel_tuning and cfg.cpu_latency_us is not None and not cfg.persistent:
             lab._hold_cpu_latency(cfg.cpu_latency_us)
         if cfg.kernel_tuning and cfg.napi_rt_priority > 0 and cfg.lift_rt_throttling:
-            lab.rt_throttling = rt_throttling.lift(state, cleanup.other_states(run_id),
-                                                   cleanup.update_state)
+            with cleanup.rt_lock():
+                lab.rt_throttling = rt_throttling.lift(state, cleanup.other_states(run_id),
+                                                       cleanup.update_state)
         lab.timings["total"] = time.perf_counter() - t0
         return lab
 
