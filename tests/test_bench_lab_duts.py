@@ -1,0 +1,28 @@
+"""bench/lab_duts.py's issue-7 target line: vfwd over the best peer of the same round."""
+import importlib.util
+from pathlib import Path
+
+
+def load_bench():
+    path = Path(__file__).resolve().parents[1] / "bench" / "lab_duts.py"
+    spec = importlib.util.spec_from_file_location("lab_duts", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_target_pairs_rounds_and_ignores_non_peers(capsys):
+    fwd = {"linux router (veth ring)": [1.0, 0.5, 0.8],
+           "testpmd mac (net_af_xdp)": [0.5, 0.6, 0.9],
+           "xdp router": [1.5, 1.5, 1.5],          # for scale, not a peer of the target
+           "vfwd router (AF_XDP)": [0.9, 0.66, 0.9]}
+    load_bench().print_target(fwd)
+    out = capsys.readouterr().out
+    # rounds: 0.9/1.0, 0.66/0.6, 0.9/0.9 -> 0.90, 1.10, 1.00
+    assert "vfwd router (AF_XDP)" in out and "best of 2 peers" in out
+    assert "median 1.00 [0.90-1.10]" in out and ">= 1 in 2 of 3 rounds" in out
+
+
+def test_target_is_silent_without_peers(capsys):
+    load_bench().print_target({"vfwd router (AF_XDP)": [0.5], "xdp router": [1.5]})
+    assert capsys.readouterr().out == ""
