@@ -376,7 +376,7 @@ def test_napi_threads_can_get_realtime_priority():
         assert lab.describe()["napi_rt_priority"] == 50
 
 
-RT_KNOB = "/proc/sys/kernel/sched_rt_runtime_us"
+RT_KNOB = rt_throttling.RT_RUNTIME
 CHILD_RT = CHILD.replace("dut_cpu=int(sys.argv[2])", "dut_cpu=int(sys.argv[2]), napi_rt_priority=50")
 
 

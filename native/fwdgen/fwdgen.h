@@ -68,10 +68,10 @@ struct fg_txops {
 	void (*close)(struct fg_stream_rt *s);
 	/* Optional, pacing in the kernel: kpace_start arms it for a phase that
 	 * starts at tb_ns (total frames, none after stop_ns, in groups of
-	 * `group` when paired; -errno on failure); kpace_run lets ss[0], and ss[1] in the same call if n is 2
-	 * (its latency stream; the thread is pinned to `cpu`), send for about
-	 * slice_ns, and gives each stream's frames sent and when the last of
-	 * them left; 0 or -errno. */
+	 * `group` when paired; -errno on failure); kpace_run lets ss[0], and
+	 * ss[1] in the same call if n is 2 (its latency stream; the thread is
+	 * pinned to `cpu`), send for about slice_ns, and gives each stream's
+	 * frames sent and when the last of them left; 0 or -errno. */
 	int (*kpace_start)(struct fg_stream_rt *s, uint64_t tb_ns, uint64_t total,
 			   uint64_t stop_ns, uint32_t group);
 	int (*kpace_run)(struct fg_stream_rt *const *ss, int n, int cpu, uint64_t slice_ns,

@@ -19,7 +19,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,19 +196,23 @@ def rt_lock():
         os.close(fd)
 
 
-def other_states(run_id: str) -> list[dict[str, Any]]:
-    """State files of every lab on this host but ``run_id``."""
+def all_states() -> Iterator[tuple[str, dict[str, Any]]]:
+    """(run id, state) of every lab state file on this host, by run id."""
     try:
         files = sorted(os.listdir(STATE_DIR))
     except FileNotFoundError:
-        return []
-    out = []
+        return
     for fn in files:
-        if fn.endswith(".json") and RUN_ID_RE.match(fn[:-5]) and fn[:-5] != run_id:
-            st = read_state(fn[:-5])
-            if st and not st.get("corrupt"):
-                out.append(st)
-    return out
+        run_id = fn[:-5]
+        if fn.endswith(".json") and RUN_ID_RE.match(run_id):
+            st = read_state(run_id)
+            if st is not None:
+                yield run_id, st
+
+
+def other_states(run_id: str) -> list[dict[str, Any]]:
+    """Readable state files of every lab on this host but ``run_id``."""
+    return [st for rid, st in all_states() if rid != run_id and not st.get("corrupt")]
 
 
 @dataclass
@@ -232,19 +236,7 @@ def list_labs() -> list[LabInfo]:
     present = netns_names()
     out: list[LabInfo] = []
     seen: set[str] = set()
-    try:
-        files = sorted(os.listdir(STATE_DIR))
-    except FileNotFoundError:
-        files = []
-    for fn in files:
-        if not fn.endswith(".json"):
-            continue
-        run_id = fn[:-5]
-        if not RUN_ID_RE.match(run_id):
-            continue
-        st = read_state(run_id)
-        if st is None:
-            continue
+    for run_id, st in all_states():
         nss = [n for n in (f"fb-{run_id}-tg", f"fb-{run_id}-dut") if n in present]
         seen.update(nss)
         out.append(LabInfo(run_id=run_id, owner_pid=st.get("owner_pid"),
