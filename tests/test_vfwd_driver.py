@@ -52,6 +52,8 @@ def test_registered():
     ({"workers": 1, "cpus": [0, 1]}, "dut[0].params.cpus"),
     ({"rx_mode": "sometimes"}, "dut[0].params.rx_mode"),
     ({"sched_priority": 100}, "dut[0].params.sched_priority"),
+    ({"fill_depth": 8}, "dut[0].params.fill_depth"),
+    ({"fill_depth": 1024, "ring_size": 256}, "dut[0].params"),
 ])
 def test_validate_names_the_field(params, field):
     with pytest.raises(CampaignError) as e:
@@ -157,6 +159,7 @@ def test_pg_stats_and_vector_sizes(tmp_path):
     ("port 0 a driver pg\nmode fast\n", 2, "mode: 'fast'"),
     ("port 0 a driver pg\nrx-mode sometimes\n", 2, "rx-mode: 'sometimes' must be poll"),
     ("port 0 a driver pg\n\nsched-priority 100\n", 3, "sched-priority: '100' must be 0"),
+    ("port 0 a driver pg\nfill-depth 8\n", 2, "fill-depth: '8' must be 16"),
 ])
 def test_config_errors_name_the_line(tmp_path, text, line, words):
     r = run_vfwd(tmp_path, text, "--check")
@@ -177,6 +180,18 @@ def test_rx_mode_in_stats(tmp_path, lines, mode, prio):
     st = final_stats(r.stdout)
     assert (st["rx_mode"], st["sched_priority"]) == (mode, prio)
     assert st["drops_total"] == 0 and st["nodes"]["port-output"]["packets"] > 0
+
+
+@needs_vfwd
+@pytest.mark.parametrize("lines, ring, depth", [
+    ("", 2048, 256),                             # the binary's own defaults
+    ("ring-size 512\nfill-depth 1024\n", 512, 1024),
+])
+def test_ring_and_fill_depth_in_stats(tmp_path, lines, ring, depth):
+    r = run_vfwd(tmp_path, PG.format(mv=256, n=10) + lines)
+    assert r.returncode == 0, r.stderr
+    st = final_stats(r.stdout)
+    assert (st["ring_size"], st["fill_depth"]) == (ring, depth)
 
 
 def lab_for_rx_mode(napi_prio: int, tuning: bool = True, dut_cpu: int = 1):
@@ -214,6 +229,9 @@ def test_render_config_rx_mode():
     ports = [_Port(x, i) for i, x in enumerate(lab_ports())]
     text = render_config(VfwdParams(), ports, [1], "interrupt", 51)
     assert "rx-mode interrupt\nsched-priority 51\n" in text
+    assert "ring-size 2048\nfill-depth 256\n" in text
+    text = render_config(VfwdParams(ring_size=4096, fill_depth=8192), ports, [1], "poll", 0)
+    assert "ring-size 4096\nfill-depth 8192\n" in text
 
 
 @needs_vfwd

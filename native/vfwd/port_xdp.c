@@ -26,6 +26,7 @@ struct xdp_q {
 	struct xsk_ring_cons rx, comp;
 	struct xsk_ring_prod tx, fill;
 	uint32_t ring;              /* rx/tx size; fill/comp are twice it */
+	uint32_t depth;             /* chunks to keep in fill + rx (fill-depth) */
 	uint32_t in_kernel;         /* chunks in fill + rx */
 	uint32_t tx_pending;        /* chunks in tx + completion */
 	uint32_t kick_fail;
@@ -41,10 +42,9 @@ static inline uint32_t chunk_of(uint64_t addr) { return (uint32_t)(addr / VF_BUF
 
 static void xdp_refill(struct xdp_q *q, vf_worker_t *w)
 {
-	uint32_t target = 2 * q->ring;
-	if (q->in_kernel >= target)
+	if (q->in_kernel >= q->depth)
 		return;
-	uint32_t want = target - q->in_kernel, idx;
+	uint32_t want = q->depth - q->in_kernel, idx;
 	if (want > w->pool.n_free)
 		want = w->pool.n_free;
 	/* keep some buffers for the other ports and the graph */
@@ -211,6 +211,7 @@ int vf_port_xdp_open(vf_port_t *p, vf_worker_t *w, const struct vf_config *c, ch
 		return -ENOMEM;
 	}
 	q->ring = c->ring_size;
+	q->depth = c->fill_depth < 2 * q->ring ? c->fill_depth : 2 * q->ring;
 	if (w->pool.stride != VF_BUF_SIZE) {
 		snprintf(err, errlen, "port %u (%s): the worker's pool is not a UMEM", p->index,
 			 p->ifname);

@@ -77,6 +77,7 @@ void vf_config_defaults(struct vf_config *c)
 	c->max_vector = VF_FRAME_SIZE;
 	c->workers = 1;
 	c->ring_size = 2048;
+	c->fill_depth = VF_FILL_DEPTH;
 	c->prefetch = 1;
 	c->rx_mode = VF_RX_ADAPTIVE;
 	c->bridge_aging_s = 300;
@@ -419,6 +420,13 @@ static int stmt(struct parser *p, char **tok, int nt)
 		if (parse_u32(tok[1], 64, 16384, &u) || (u & (u - 1)))
 			return fail(p, "ring-size: '%s' must be a power of two in 64..16384", tok[1]);
 		c->ring_size = u;
+		return 0;
+	}
+	if (!strcmp(k, "fill-depth")) {
+		NEED(2, "fill-depth N");
+		if (parse_u32(tok[1], 16, 32768, &u))
+			return fail(p, "fill-depth: '%s' must be 16..32768 buffers", tok[1]);
+		c->fill_depth = u;
 		return 0;
 	}
 	if (!strcmp(k, "trace")) {

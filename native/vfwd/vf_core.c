@@ -399,9 +399,10 @@ void vf_stats_json(FILE *out, vf_worker_t *const *ws, uint32_t n, double tsc_hz,
 {
 	fprintf(out, "{\"vfwd_version\": \"%s\", \"mode\": \"%s\", \"max_vector\": %u, "
 		"\"workers\": %u, \"prefetch\": %s, \"rx_mode\": \"%s\", "
-		"\"sched_priority\": %d, \"tsc_hz\": %.0f,\n  \"nodes\": {",
+		"\"sched_priority\": %d, \"ring_size\": %u, \"fill_depth\": %u, "
+		"\"tsc_hz\": %.0f,\n  \"nodes\": {",
 		VFWD_VERSION, vf_mode_names[c->mode], c->max_vector, n, c->prefetch ? "true" : "false",
-		vf_rx_mode_names[c->rx_mode], c->sched_priority, tsc_hz);
+		vf_rx_mode_names[c->rx_mode], c->sched_priority, c->ring_size, c->fill_depth, tsc_hz);
 	int first = 1;
 	for (uint32_t i = 0; i < vf_n_nodes; i++) {
 		uint64_t calls = 0, vec = 0, clk = 0, idle = 0;

@@ -87,6 +87,10 @@ class VfwdParams(BaseModel):
                                        "the workers' CPU (one above them in interrupt "
                                        "mode), else 0")
     ring_size: int = Field(2048, ge=64, le=16384, description="AF_XDP ring size [descriptors]")
+    fill_depth: int = Field(256, ge=16, le=32768,
+                            description="buffers each AF_XDP socket keeps in the kernel (fill + "
+                                        "rx rings; at most 2 x ring_size): shallow keeps the "
+                                        "working set in cache (docs/vfwd.md)")
     driver: Literal["auto", "xdp", "afpacket"] = Field(
         "auto", description="port backend: AF_XDP (copy mode on veth), AF_PACKET, or auto")
     routes: int = Field(1, ge=1, le=32768,
@@ -143,6 +147,10 @@ class VfwdParams(BaseModel):
                              f"(mode {self.mode!r} does no IP lookup)")
         if self.mode != "work" and self.work != WorkParams():
             raise ValueError(f"work settings need mode 'work' (mode is {self.mode!r})")
+        if self.fill_depth > 2 * self.ring_size:
+            raise ValueError(f"fill_depth {self.fill_depth} is more than the fill ring holds "
+                             f"(2 x ring_size = {2 * self.ring_size}): lower it or raise "
+                             f"ring_size")
         return self
 
 
@@ -225,6 +233,7 @@ def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int],
         f"rx-mode {rx_mode}",
         f"sched-priority {sched_priority}",
         f"ring-size {p.ring_size}",
+        f"fill-depth {p.fill_depth}",
         f"lpm {p.lpm}",
         f"lpm-tbl8 {p.lpm_tbl8}",
         f"trace {p.trace}",
