@@ -116,6 +116,7 @@ def test_validate_defaults():
     ({"mode": "csum"}, "dut[1].params.mode", ["'csum'", "io", "mac"]),
     ({"pmd": "vhost"}, "dut[1].params.pmd", ["af_xdp", "af_packet"]),
     ({"burst": 513}, "dut[1].params.burst", ["512"]),
+    ({"rxd": 32}, "dut[1].params.rxd", ["64"]),
     ({"queues": 4096}, "dut[1].params.queues", ["64"]),
     ({"queues": (os.cpu_count() or 1) + 1}, "dut[1].params.queues", ["veth"]),
     ({"cores": 3, "queues": 1}, "dut[1].params", ["queues"]),
@@ -257,8 +258,9 @@ def test_io_forwards_unchanged(lab, testpmd, burst):
 @pytest.mark.root
 def test_mac_mode_rewrites_macs(lab, testpmd):
     from scapy.all import Ether
-    d = testpmd(mode="mac", burst=64, hugepages="off")
+    d = testpmd(mode="mac", burst=64, hugepages="off", rxd=512, txd=1024)
     assert d.describe()["memory"]["hugepages"] is False
+    assert {"--rxd=512", "--txd=1024"} <= set(d.describe()["argv"])
     before = d.counters()
     frames = [_udp4(lab, 0, i) for i in range(2)]
     got = wire(lab, "tg0", frames, ["tg1"], DPORT)["tg1"]

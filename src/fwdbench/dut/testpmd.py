@@ -68,6 +68,12 @@ class TestpmdParams(BaseModel):
     cores: int = Field(1, ge=1, le=64, description="forwarding lcores (each on a DUT CPU)")
     queues: int = Field(1, ge=1, le=64, description="RX and TX queues per port")
     burst: int = Field(32, ge=1, le=MAX_BURST, description="packets per RX/TX burst [packets]")
+    rxd: int | None = Field(None, ge=64, le=16384,
+                            description="RX descriptors per queue (--rxd; net_af_xdp: also the "
+                                        "buffers it keeps in the fill ring); none: the PMD's "
+                                        "default")
+    txd: int | None = Field(None, ge=64, le=16384,
+                            description="TX descriptors per queue (--txd); none: the PMD's default")
     hugepages: Literal["auto", "reserve", "off"] = Field(
         "auto", description="auto: free mounted hugepages, else reserve them for the run "
                             "(vm.nr_hugepages), else --no-huge; reserve: hugepages or fail; "
@@ -452,6 +458,7 @@ class DpdkTestpmdDut(DutDriver):
         app = ["-i", f"--forward-mode={self.p.mode}", f"--nb-cores={self.p.cores}",
                f"--rxq={self.p.queues}", f"--txq={self.p.queues}", f"--burst={self.p.burst}",
                f"--total-num-mbufs={self.p.mbufs}"]
+        app += [f"--{k}={v}" for k, v in (("rxd", self.p.rxd), ("txd", self.p.txd)) if v]
         for i, mac in enumerate(tg_macs):
             if mac:
                 app.append(f"--eth-peer={i},{mac}")
