@@ -5,6 +5,7 @@ Each test builds its own namespaces fb-t<random>-* and removes them."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -61,7 +62,7 @@ def max_rate(ns: str, **kw) -> float:
     doc = run_ok(ns, loop_spec("max", 1.0, **kw))
     s = doc["streams"][0]
     assert s["max_rate"] is True and s["intended_packets"] == s["tx_packets"]
-    assert s["pacer"] is None
+    assert s["pacer"] is None and s["pace_burst"] is None
     assert s["rx_packets"] + s["lost"] == s["tx_packets"]
     return s["rx_packets"] / doc["duration_s"]
 
@@ -90,6 +91,8 @@ def test_pacing_within_half_percent(loop, load):
     assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, s["achieved_tx_pps"]
     assert s["tx_limited"] is False
     assert s["lost"] == 0
+    # user-space bursts, at most one per 250 us of traffic (xdp backend)
+    assert (s["pacer"], s["pace_burst"]) == ("user", max(1, int(load * 250e-6)))
 
 
 @pytest.mark.parametrize("load", [10_000, 300_000])
@@ -98,6 +101,7 @@ def test_kernel_pacer_within_half_percent(loop, load):
     doc = run_ok(loop, loop_spec(load, 2.0, pacer="kernel"))
     s = doc["streams"][0]
     assert s["pacer"] == "kernel"
+    assert s["pace_burst"] == max(1, math.floor(load * 50e-6 + 0.5))   # 50 us groups
     assert_exact(s)
     assert s["tx_packets"] == load * 2
     assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, s["achieved_tx_pps"]
@@ -131,6 +135,7 @@ def test_latency_stream_paced_with_its_load_in_one_call(loop, load):
     s = doc["streams"][0]
     ls = s["latency_stream"]
     assert s["pacer"] == ls["pacer"] == "kernel"
+    assert s["pace_burst"] == (5 if load < 500_000 else 1)            # 50 us groups below
     assert_exact(s)
     assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, s["achieved_tx_pps"]
     assert ls["intended_packets"] == ls["tx_packets"] == ls["rx_packets"] == 18_000

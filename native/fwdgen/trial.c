@@ -692,7 +692,7 @@ static json_t *stream_json(struct fg_run *r, struct fg_stream_rt *s, struct fg_s
 			"rx", (json_int_t)(r->samples[k].rx[s->idx] - prx)));
 	}
 	o = json_pack("{s:i, s:s, s:s?, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:b,"
-		      " s:o, s:o, s:o, s:b, s:s, s:s, s:s?}",
+		      " s:o, s:o, s:o, s:b, s:s, s:s, s:s?, s:o}",
 		      "id", s->ss->id,
 		      "tx_port", r->ports[s->tx_port].sp->ifname,
 		      "rx_port", s->rx_port >= 0 ? r->ports[s->rx_port].sp->ifname : NULL,
@@ -713,7 +713,9 @@ static json_t *stream_json(struct fg_run *r, struct fg_stream_rt *s, struct fg_s
 		      "max_rate", s->rate <= 0,
 		      "tx_backend", s->txo->name,
 		      "rx_backend", s->rxo->name,
-		      "pacer", s->rate <= 0 ? NULL : s->kpaced ? "kernel" : "user");
+		      "pacer", s->rate <= 0 ? NULL : s->kpaced ? "kernel" : "user",
+		      "pace_burst", s->rate <= 0 ? json_null() :
+		      json_integer(s->kpaced ? kpace_group(s) : s->min_burst));
 	if (!sp->samples)
 		json_decref(ps);
 	return o;

@@ -291,6 +291,8 @@ class ReportModel:
     trial_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
     simulated: bool = False          # testbed 'sim': no packets were forwarded
     pacers: dict[str, int] = field(default_factory=dict)  # fwdgen's pacer -> trials
+    # fwdgen's pacer -> (frames sent together, us of traffic per burst) of each trial
+    pacing: dict[str, list[tuple[int, float]]] = field(default_factory=dict, repr=False)
     result_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
     @property
@@ -601,6 +603,7 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
     by_scen: dict[int, list[tuple[dict, TrialResult]]] = defaultdict(list)
     fwdgen_versions: set[str] = set()
     pacers: Counter[str] = Counter()
+    pacing: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for t in store.trials("done"):
         if t.result is None or t.scenario_id not in raw:
             continue
@@ -613,6 +616,9 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
         pacer = _trial_pacer(t.result.raw or {})
         if pacer:
             pacers[pacer] += 1
+            burst = _trial_pace_burst(t.result.raw or {})
+            if burst:
+                pacing[pacer].append(burst)
 
     result_rows = []
     res_by_scen: dict[int, dict[str, list[float | None]]] = defaultdict(lambda: defaultdict(list))
@@ -664,7 +670,7 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
         repetitions=int(info.get("repetitions") or
                         max((len(s.repetitions) for s in scenarios), default=0)),
         trial_rows=trial_rows, result_rows=result_rows, simulated=tb.get("type") == "sim",
-        pacers=dict(pacers))
+        pacers=dict(pacers), pacing=dict(pacing))
     model.warnings = _warnings(model)
     model.methodology = methodology_text(model)
     return model
@@ -1051,6 +1057,38 @@ def _trial_pacer(raw: dict[str, Any]) -> str | None:
     return p if p in ("kernel", "user") else None
 
 
+def _trial_pace_burst(raw: dict[str, Any]) -> tuple[int, float] | None:
+    """(frames fwdgen's pacer sent together, us of traffic they stand for) for a
+    trial's load (contracts.md, `pace_burst`); None where fwdgen did not say."""
+    s = (raw.get("streams") or [{}])[0]
+    b, pps = s.get("pace_burst"), s.get("intended_pps")
+    if not isinstance(b, int) or b < 1 or not isinstance(pps, (int, float)) or pps <= 0:
+        return None
+    return b, b / pps * 1e6
+
+
+def _span(values: list[float], fmt: str) -> str:
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _pacing_text(m: ReportModel) -> str:
+    """How fwdgen paced the trials, from what each trial's result says."""
+    kern = [b for b in m.pacing.get("kernel", []) if b[0] > 1]
+    user = m.pacing.get("user", [])
+    text = (f"fwdgen paced {m.pacers.get('kernel', 0)} trial(s) in its XDP program, frame by "
+            "frame on a schedule")
+    if kern:
+        text += (f" ({len(kern)} of them in groups of {_span([b for b, _ in kern], '{:.0f}')} "
+                 f"frames, {_span([u for _, u in kern], '{:.0f}')} us of traffic each, as a "
+                 "NIC coalesces interrupts)")
+    text += f", and {m.pacers.get('user', 0)} in bursts from user space"
+    if user:
+        text += (f" of {_span([b for b, _ in user], '{:.0f}')} frames, one per "
+                 f"{_span([u for _, u in user], '{:.0f}')} us of traffic")
+    return text + "."
+
+
 def methodology_text(m: ReportModel) -> str:
     cfg = m.config
     trial = cfg.get("trial") or {}
@@ -1086,19 +1124,18 @@ def methodology_text(m: ReportModel) -> str:
         if q and m.placement.get("kernel_tuning", True) is not False:
             parts.append(f"Kernel data planes received through a {q}-frame queue in front "
                          "of the DUT CPU (cpumap, as a NIC's RX ring); the others through "
-                         "veth's 256-frame ring with threaded NAPI on the DUT CPU.")
+                         "veth's 256-frame ring with threaded NAPI on the DUT CPU. The "
+                         "queue is filled on the generator's CPU (veth's receive and a "
+                         "redirect per frame), as a NIC fills its ring, so the DUT CPU and "
+                         "energy figures of kernel data planes leave that work out, while "
+                         "those of the others include veth's receive.")
         if m.latency_any and m.placement.get("kernel_tuning", True) is not False:
             parts.append("In latency trials without background load the generator's ports "
                          "received inline on the DUT CPU, so frames were stamped as the DUT "
                          "sent them; under load the generator's CPU received them, and its "
                          "wake-up is part of the latency.")
     if m.pacers:
-        parts.append(
-            f"fwdgen paced {m.pacers.get('kernel', 0)} trial(s) in its XDP program, frame by "
-            "frame on a schedule (a load with its latency stream in one program, the load "
-            "in 50 us groups below 0.5 Mpps), and "
-            f"{m.pacers.get('user', 0)} in bursts from user space (at most one per 250 us, "
-            "or per 1 ms behind the ingress queue).")
+        parts.append(_pacing_text(m))
     if m.energy_any:
         kinds = {mp.energy_measured for s in m.scenarios for mp in s.meters
                  if mp.joules is not None}
