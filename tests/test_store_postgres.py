@@ -274,6 +274,58 @@ def test_an_old_store_is_migrated_on_open(target):
     assert tables == [(1,)]
 
 
+def _schema_exists(url: str) -> bool:
+    import psycopg
+    conninfo, schema = split_url(url)
+    with psycopg.connect(conninfo, autocommit=True) as con:
+        return con.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
+                           (schema,)).fetchone() is not None
+
+
+def test_read_only_store_reads_and_refuses_writes(target):
+    """Reports, `results` and `analyze` open the store read-only: the database
+    itself refuses a write through that connection."""
+    st = open_store(target)
+    _campaign(st)
+    st.close()
+    st = open_store(target, read_only=True)
+    try:
+        assert st.campaign()["name"] and st.scenarios()
+        with pytest.raises(Exception, match="(?i)read-?only"):
+            st._exec("UPDATE meta SET value='0' WHERE key='schema_version'")
+    finally:
+        st.close()
+    assert raw_exec(target, "SELECT value FROM meta WHERE key='schema_version'") == [
+        (str(SCHEMA_VERSION),)]
+
+
+def test_read_only_open_of_a_missing_store_creates_nothing(target):
+    with pytest.raises(StoreError, match="no such results file|no schema"):
+        open_store(target, read_only=True)
+    if isinstance(target, Path):
+        assert not target.exists()
+    else:
+        assert not _schema_exists(target)
+
+
+def test_read_only_open_upgrades_an_old_store_once(target):
+    """A store at schema version 0 (here: no tables yet) is upgraded, as opening
+    it for writing would, and then read through a read-only connection."""
+    if isinstance(target, Path):
+        import sqlite3
+        sqlite3.connect(target).close()
+    else:
+        import psycopg
+        conninfo, schema = split_url(target)
+        with psycopg.connect(conninfo, autocommit=True) as con:
+            con.execute(f'CREATE SCHEMA "{schema}"')
+    st = open_store(target, read_only=True)
+    try:
+        assert st.schema_version == SCHEMA_VERSION and st.campaign() is None
+    finally:
+        st.close()
+
+
 def test_remove_store_starts_over(target):
     st = open_store(target)
     _campaign(st)

@@ -45,7 +45,7 @@ def results_cmd(db: Path | str, *, as_json: bool, show_trials: bool,
                 console: Console) -> None:
     if not is_store_url(db) and not Path(db).exists():
         raise FwdbenchError(f"{db}: no such results file")
-    store = open_store(db)
+    store = open_store(db, read_only=True)
     try:
         data = collect(store)
         if show_trials:

@@ -229,7 +229,7 @@ def read_store(path: Path | str) -> list[Experiment]:
     if not url and not Path(path).is_file():
         raise InputFormatError(f"{path}: cannot read: no such results file")
     try:
-        store = open_store(path)
+        store = open_store(path, read_only=True)
     except StoreError as e:
         if url:          # the message names the URL (password masked) and the fix
             raise InputFormatError(str(e)) from None

@@ -567,7 +567,8 @@ def load_model(db: Path | str) -> ReportModel:
     """Read a results store into the report model (nothing is written to it)."""
     from ..errors import FwdbenchError
     try:
-        store = open_store(db)      # a PostgreSQL URL's errors are StoreErrors already
+        # read-only; a PostgreSQL URL's errors are StoreErrors already
+        store = open_store(db, read_only=True)
     except sqlite3.DatabaseError as e:
         raise FwdbenchError(f"{db}: not a fwdbench results file ({e})") from None
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import ResultsStore, StoreError, TrialRow, trial_from_dict
+from .base import ResultsStore, StoreError, StoreNeedsMigration, TrialRow, trial_from_dict
 from .postgres import URL_FORM, is_postgres_url, mask_url
 from .schema import SCHEMA_VERSION
 from .sqlite import SQLiteStore, Store
@@ -31,12 +31,25 @@ def display_target(target: str | Path) -> str:
     return mask_url(target) if is_store_url(target) else str(target)
 
 
-def open_store(target: str | Path) -> ResultsStore:
-    """Open (creating and migrating as needed) the store at ``target``."""
-    if is_store_url(target):
-        from .postgres import PostgresStore
-        return PostgresStore(str(target))
-    return Store(target)
+def open_store(target: str | Path, *, read_only: bool = False) -> ResultsStore:
+    """Open (creating and migrating as needed) the store at ``target``.
+
+    ``read_only``: for commands that only read (report, results, analysis).
+    Nothing is created or written, except that a store written by an older
+    fwdbench is upgraded once, as opening it for writing would."""
+    def _open(ro: bool) -> ResultsStore:
+        if is_store_url(target):
+            from .postgres import PostgresStore
+            return PostgresStore(str(target), read_only=ro)
+        return Store(target, read_only=ro)
+
+    if not read_only:
+        return _open(False)
+    try:
+        return _open(True)
+    except StoreNeedsMigration:
+        _open(False).close()
+        return _open(True)
 
 
 def remove_store(target: str | Path) -> None:

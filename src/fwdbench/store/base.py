@@ -26,6 +26,11 @@ class StoreError(FwdbenchError):
     pass
 
 
+class StoreNeedsMigration(StoreError):
+    """A store opened read-only was written by an older fwdbench: its schema
+    must be upgraded (a write) before this one can read it."""
+
+
 @dataclass(frozen=True)
 class TrialRow:
     id: int
@@ -104,6 +109,14 @@ class ResultsStore:
         self._check_version(v)
         for i in range(v, SCHEMA_VERSION):
             self._apply_migration(i, MIGRATIONS[i])
+
+    def _check_readable(self) -> None:
+        """For a read-only connection: the schema is this fwdbench's."""
+        v = self._version()
+        self._check_version(v)
+        if v < SCHEMA_VERSION:
+            raise StoreNeedsMigration(f"{self.path}: schema version {v} needs an upgrade to "
+                                      f"{SCHEMA_VERSION}")
 
     class _Tx:
         def __init__(self, store: "ResultsStore"):

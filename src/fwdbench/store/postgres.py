@@ -118,7 +118,7 @@ def _connect_error(url: str, e: Exception) -> StoreError:
 class PostgresStore(ResultsStore):
     """One campaign's results in one schema of a PostgreSQL database."""
 
-    def __init__(self, url: str, *, migrate: bool = True):
+    def __init__(self, url: str, *, migrate: bool = True, read_only: bool = False):
         try:
             import psycopg
             from psycopg.rows import dict_row
@@ -139,9 +139,15 @@ class PostgresStore(ResultsStore):
         except psycopg.Error as e:
             raise _connect_error(url, e) from None
         try:
-            self._use_schema()
-            if migrate:
-                self._migrate()
+            if read_only:
+                # every transaction of this session is read-only (the server enforces it)
+                self.db.execute("SET default_transaction_read_only = on")
+                self._use_schema(create=False)
+                self._check_readable()
+            else:
+                self._use_schema()
+                if migrate:
+                    self._migrate()
         except BaseException:
             self.db.close()
             raise
@@ -151,11 +157,14 @@ class PostgresStore(ResultsStore):
         """A short name for reports: database and schema, no host or credentials."""
         return f"postgresql:{self.db.info.dbname}:{self.schema}"
 
-    def _use_schema(self) -> None:
+    def _use_schema(self, create: bool = True) -> None:
         from psycopg import sql
         ident = sql.Identifier(self.schema)
         exists = self._exec("SELECT 1 AS one FROM pg_catalog.pg_namespace WHERE nspname=?",
                             (self.schema,)).fetchone()
+        if not exists and not create:
+            raise StoreError(f"{self.path}: no schema {self.schema!r} in this database "
+                             f"(no campaign was run into it)")
         if not exists:
             try:
                 self.db.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))

@@ -14,8 +14,22 @@ __all__ = ["Store", "StoreError", "TrialRow", "trial_from_dict"]
 class Store(ResultsStore):
     """One campaign's results in one SQLite file."""
 
-    def __init__(self, path: Path | str):
+    def __init__(self, path: Path | str, *, read_only: bool = False):
         self.path = Path(path)
+        if read_only:
+            # reports and views never write: mode=ro (no journal-mode switch, no
+            # migration) also reads a file the user may not write
+            if not self.path.is_file():
+                raise StoreError(f"{self.path}: no such results file")
+            self.db = sqlite3.connect(self.path.resolve().as_uri() + "?mode=ro", uri=True,
+                                      isolation_level=None, timeout=30)
+            self.db.row_factory = sqlite3.Row
+            try:
+                self._check_readable()
+            except BaseException:
+                self.db.close()
+                raise
+            return
         self.db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30)
         self.db.row_factory = sqlite3.Row
         self.db.execute("PRAGMA journal_mode=WAL")
