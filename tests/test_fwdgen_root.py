@@ -85,38 +85,49 @@ def test_xdp_loop_counts_exactly_at_half_of_max(loop):
 
 @pytest.mark.parametrize("load", [1_000, 10_000, 100_000, 300_000])
 def test_pacing_within_half_percent(loop, load):
+    # auto: the xdp TX program sends each frame (below 0.5 Mpps each 50 us
+    # group) when due; not due is a cheap drop
     doc = run_ok(loop, loop_spec(load, 2.0))
     s = doc["streams"][0]
-    assert s["tx_packets"] == s["intended_packets"] == load * 2
-    assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, s["achieved_tx_pps"]
-    assert s["tx_limited"] is False
-    assert s["lost"] == 0
-    # user-space bursts, at most one per 250 us of traffic (xdp backend)
-    assert (s["pacer"], s["pace_burst"]) == ("user", max(1, int(load * 250e-6)))
-
-
-@pytest.mark.parametrize("load", [10_000, 300_000])
-def test_kernel_pacer_within_half_percent(loop, load):
-    # the xdp TX program sends each frame when due; not due is a cheap drop
-    doc = run_ok(loop, loop_spec(load, 2.0, pacer="kernel"))
-    s = doc["streams"][0]
     assert s["pacer"] == "kernel"
-    assert s["pace_burst"] == max(1, math.floor(load * 50e-6 + 0.5))   # 50 us groups
+    assert s["pace_burst"] == max(1, math.floor(load * 50e-6 + 0.5))
     assert_exact(s)
     assert s["tx_packets"] == load * 2
     assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, s["achieved_tx_pps"]
     assert s["tx_limited"] is False
 
 
+@pytest.mark.parametrize("load, spec_kw", [
+    (10_000, {"pacer": "user"}),
+    (300_000, {"pacer": "user"}),
+    (300_000, {}),                      # auto, on a port with burst_period_us: user
+])
+def test_user_pacer_within_half_percent(loop, load, spec_kw):
+    spec = loop_spec(load, 2.0, **spec_kw)
+    period_us = 250.0                   # the xdp backend's shortest burst period
+    if not spec_kw:
+        period_us = 400.0
+        for p in spec["ports"]:
+            p["burst_period_us"] = period_us
+    doc = run_ok(loop, spec)
+    s = doc["streams"][0]
+    # user-space bursts, at most one per period of traffic
+    assert (s["pacer"], s["pace_burst"]) == ("user", max(1, int(load * period_us * 1e-6)))
+    assert s["tx_packets"] == s["intended_packets"] == load * 2
+    assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, s["achieved_tx_pps"]
+    assert s["tx_limited"] is False
+    assert s["lost"] == 0
+
+
 def test_high_share_of_the_maximum_is_paced_exactly(loop):
-    # auto picks the kernel pacer from 0.5 Mpps for a stream alone on its thread;
+    # auto picks the kernel pacer for a stream alone on its thread;
     # user-space bursts fell 0.02-9 % short at 90 % of the maximum. 75 % here
     # (the bench runs 90 %): this shared host's maximum drifts from run to run.
     top = max_rate(loop)
     load = round(0.75 * top)
     doc = run_ok(loop, loop_spec(load, 2.0))
     s = doc["streams"][0]
-    assert s["pacer"] == ("kernel" if load >= 500_000 else "user")
+    assert s["pacer"] == "kernel"
     assert s["tx_packets"] == s["intended_packets"]
     assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, (s["achieved_tx_pps"], load)
     assert s["tx_limited"] is False

@@ -358,15 +358,19 @@ static void send_some(struct fg_stream_rt *s, uint64_t n, int measured)
 }
 
 /* Pacing in the kernel (the xdp backend, see fg_tx_state) for a stream
- * that has its TX thread to itself and a rate of at least KPACE_MIN_PPS.
+ * that has its TX thread to itself, on a port without burst_period_us.
  * User-space pacing makes a call per burst, 4000 calls/s, and each call's
  * fresh page pool (pages initialised, pools torn down) took a third of the
  * generator CPU (perf): at 90 % of the maximum it fell 0.02-9 % short, and
  * in the lab it offered 0.50 of 0.60 Mpps to vfwd (kernel: 0.60). Below
- * KPACE_MIN_PPS, user-space bursts lose nothing and the thread sleeps
- * between them; frames one by one there cost vfwd 0.13 % loss at 0.3 Mpps
- * (a NAPI wake-up per frame on the DUT CPU, where bursts coalesce). A call
- * runs for KPACE_SLICE_NS (200 calls/s), less close to the phase's end. */
+ * KPACE_MIN_PPS the kernel sends in groups of KPACE_GROUP_NS (below): one
+ * frame at a time cost vfwd 0.13 % loss at 0.3 Mpps (a NAPI wake-up per
+ * frame on the DUT CPU), while user-space bursts (250 us of traffic, 75-112
+ * frames at 0.3-0.45 Mpps) overflowed the 256-frame veth ring of DUTs
+ * without the lab's ingress queue: at 0.4 Mpps vfwd lost frames in 8 of 8
+ * trials (median 3650) against 5 of 8 (median 208) in 50 us groups, and
+ * the xdp router at 0.3 Mpps in 6 of 6 against 1 of 6. A call runs for
+ * KPACE_SLICE_NS (200 calls/s), less close to the phase's end. */
 #define KPACE_MIN_PPS 5e5
 #define KPACE_SLICE_NS 5000000ull
 #define KPACE_END_SLICE_NS 200000ull
@@ -402,8 +406,7 @@ static void kpace_choose(struct txthread *t)
 	if (sp->pacer == FG_PACER_USER || !a->txo->kpace_run || a->rate <= 0)
 		return;
 	if (t->n == 1) {
-		if (sp->pacer == FG_PACER_KERNEL ||
-		    (a->rate >= KPACE_MIN_PPS && !t->r->ports[a->tx_port].sp->burst_period_ns))
+		if (sp->pacer == FG_PACER_KERNEL || !t->r->ports[a->tx_port].sp->burst_period_ns)
 			t->kg[t->kn++] = a;
 		return;
 	}
