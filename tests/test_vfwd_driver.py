@@ -160,6 +160,8 @@ def test_pg_stats_and_vector_sizes(tmp_path):
     ("port 0 a driver pg\nrx-mode sometimes\n", 2, "rx-mode: 'sometimes' must be poll"),
     ("port 0 a driver pg\n\nsched-priority 100\n", 3, "sched-priority: '100' must be 0"),
     ("port 0 a driver pg\nfill-depth 8\n", 2, "fill-depth: '8' must be 16"),
+    ("port 0 a driver pg\nfill-depth 2048\nring-size 512\n", 2,
+     "fill-depth 2048 is more than the fill ring holds (2 x ring-size = 1024)"),
 ])
 def test_config_errors_name_the_line(tmp_path, text, line, words):
     r = run_vfwd(tmp_path, text, "--check")
@@ -186,6 +188,7 @@ def test_rx_mode_in_stats(tmp_path, lines, mode, prio):
 @pytest.mark.parametrize("lines, ring, depth", [
     ("", 2048, 256),                             # the binary's own defaults
     ("ring-size 512\nfill-depth 1024\n", 512, 1024),
+    ("ring-size 64\n", 64, 128),                # the default follows a small ring
 ])
 def test_ring_and_fill_depth_in_stats(tmp_path, lines, ring, depth):
     r = run_vfwd(tmp_path, PG.format(mv=256, n=10) + lines)
@@ -232,6 +235,9 @@ def test_render_config_rx_mode():
     assert "ring-size 2048\nfill-depth 256\n" in text
     text = render_config(VfwdParams(ring_size=4096, fill_depth=8192), ports, [1], "poll", 0)
     assert "ring-size 4096\nfill-depth 8192\n" in text
+    # the default follows a ring too small for it instead of refusing the ring
+    text = render_config(VfwdParams(ring_size=64), ports, [1], "poll", 0)
+    assert "ring-size 64\nfill-depth 128\n" in text
 
 
 @needs_vfwd

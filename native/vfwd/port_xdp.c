@@ -26,7 +26,7 @@ struct xdp_q {
 	struct xsk_ring_cons rx, comp;
 	struct xsk_ring_prod tx, fill;
 	uint32_t ring;              /* rx/tx size; fill/comp are twice it */
-	uint32_t depth;             /* chunks to keep in fill + rx (fill-depth) */
+	uint32_t depth;             /* chunks to keep in fill + rx (fill-depth, <= 2 x ring) */
 	uint32_t in_kernel;         /* chunks in fill + rx */
 	uint32_t tx_pending;        /* chunks in tx + completion */
 	uint32_t kick_fail;
@@ -211,7 +211,7 @@ int vf_port_xdp_open(vf_port_t *p, vf_worker_t *w, const struct vf_config *c, ch
 		return -ENOMEM;
 	}
 	q->ring = c->ring_size;
-	q->depth = c->fill_depth < 2 * q->ring ? c->fill_depth : 2 * q->ring;
+	q->depth = c->fill_depth;   /* the config checked that the fill ring holds it */
 	if (w->pool.stride != VF_BUF_SIZE) {
 		snprintf(err, errlen, "port %u (%s): the worker's pool is not a UMEM", p->index,
 			 p->ifname);

@@ -42,6 +42,7 @@ struct parser {
 	uint32_t n_routes, cap_routes;
 	struct neigh_line *neigh;
 	uint32_t n_neigh, cap_neigh;
+	int fill_depth_line;    /* where fill-depth was set (checked against ring-size at the end) */
 };
 
 static int fail(struct parser *p, const char *fmt, ...)
@@ -427,6 +428,7 @@ static int stmt(struct parser *p, char **tok, int nt)
 		if (parse_u32(tok[1], 16, 32768, &u))
 			return fail(p, "fill-depth: '%s' must be 16..32768 buffers", tok[1]);
 		c->fill_depth = u;
+		p->fill_depth_line = p->line;
 		return 0;
 	}
 	if (!strcmp(k, "trace")) {
@@ -615,6 +617,13 @@ static int finish(struct parser *p)
 	p->line = 0;
 	if (!c->n_ports)
 		return fail(p, "no 'port' statement (at least one port is needed)");
+	if (c->fill_depth > 2 * c->ring_size && !p->fill_depth_line)
+		c->fill_depth = 2 * c->ring_size;   /* the default follows a small ring */
+	if (c->fill_depth > 2 * c->ring_size) {
+		p->line = p->fill_depth_line;
+		return fail(p, "fill-depth %u is more than the fill ring holds (2 x ring-size = %u): "
+			    "lower it or raise ring-size", c->fill_depth, 2 * c->ring_size);
+	}
 	if (c->mode == VF_MODE_XCONNECT)
 		for (uint32_t i = 0; i < c->n_ports; i++)
 			if (c->port[i].xc_peer < 0 || (uint32_t)c->port[i].xc_peer >= c->n_ports) {

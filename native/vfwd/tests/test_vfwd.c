@@ -681,6 +681,8 @@ static void test_config_errors(void)
 		{ "port 0 a driver pg\nwork hashes 5 hash md5\n", "test.conf:2: work: hash 'md5'" },
 		{ "port 0 a driver pg\nring-size 1000\n", "test.conf:2: ring-size" },
 		{ "port 0 a driver pg\n\nfill-depth 8\n", "test.conf:3: fill-depth" },
+		{ "port 0 a driver pg\nfill-depth 2048\nring-size 512\n",
+		  "test.conf:2: fill-depth 2048 is more than the fill ring holds" },
 		{ "", "no 'port' statement" },
 		{ "port 0 a driver pg\nlpm-tbl8 1\nneighbor 1.1.1.1 02:00:00:00:00:01 port 0\n"
 		  "route 10.0.0.1/32 via 1.1.1.1\nroute 10.0.1.1/32 via 1.1.1.1\n",

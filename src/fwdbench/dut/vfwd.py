@@ -42,6 +42,7 @@ DEFAULT_TG = {"ip4": ("198.18.0.1", "198.19.0.1"), "ip6": ("2001:2::1", "2001:2:
 ALLOWED_NETS = (ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("2001:2::/48"))
 READY_TIMEOUT_S = 30.0      # [s] from start to the ready line (2^20 routes take a while)
 STOP_TIMEOUT_S = 10.0       # [s] after SIGTERM before SIGKILL
+FILL_DEPTH = 256            # vfwd's default fill-depth (VF_FILL_DEPTH in native/vfwd/vfwd.h)
 
 
 def vfwd_binary() -> Path:
@@ -87,10 +88,11 @@ class VfwdParams(BaseModel):
                                        "the workers' CPU (one above them in interrupt "
                                        "mode), else 0")
     ring_size: int = Field(2048, ge=64, le=16384, description="AF_XDP ring size [descriptors]")
-    fill_depth: int = Field(256, ge=16, le=32768,
-                            description="buffers each AF_XDP socket keeps in the kernel (fill + "
-                                        "rx rings; at most 2 x ring_size): shallow keeps the "
-                                        "working set in cache (docs/vfwd.md)")
+    fill_depth: int | None = Field(
+        None, ge=16, le=32768,
+        description="buffers each AF_XDP socket keeps in the kernel (fill + rx rings; at most "
+                    "2 x ring_size; default 256, or 2 x ring_size if that is less): shallow "
+                    "keeps the working set in cache (docs/vfwd.md)")
     driver: Literal["auto", "xdp", "afpacket"] = Field(
         "auto", description="port backend: AF_XDP (copy mode on veth), AF_PACKET, or auto")
     routes: int = Field(1, ge=1, le=32768,
@@ -147,7 +149,7 @@ class VfwdParams(BaseModel):
                              f"(mode {self.mode!r} does no IP lookup)")
         if self.mode != "work" and self.work != WorkParams():
             raise ValueError(f"work settings need mode 'work' (mode is {self.mode!r})")
-        if self.fill_depth > 2 * self.ring_size:
+        if self.fill_depth is not None and self.fill_depth > 2 * self.ring_size:
             raise ValueError(f"fill_depth {self.fill_depth} is more than the fill ring holds "
                              f"(2 x ring_size = {2 * self.ring_size}): lower it or raise "
                              f"ring_size")
@@ -233,7 +235,7 @@ def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int],
         f"rx-mode {rx_mode}",
         f"sched-priority {sched_priority}",
         f"ring-size {p.ring_size}",
-        f"fill-depth {p.fill_depth}",
+        f"fill-depth {p.fill_depth or min(FILL_DEPTH, 2 * p.ring_size)}",
         f"lpm {p.lpm}",
         f"lpm-tbl8 {p.lpm_tbl8}",
         f"trace {p.trace}",
