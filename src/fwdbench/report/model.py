@@ -614,10 +614,9 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
         v = (t.result.raw or {}).get("fwdgen_version")
         if v:
             fwdgen_versions.add(str(v))
-        pacer = _trial_pacer(t.result.raw or {})
+        pacer, burst = _trial_pacing(t.result.raw or {})
         if pacer:
             pacers[pacer] += 1
-            burst = _trial_pace_burst(t.result.raw or {})
             if burst:
                 pacing[pacer].append(burst)
 
@@ -1050,22 +1049,18 @@ def _search_summary(scenarios: list[ScenarioReport]) -> list[str]:
     return phrases
 
 
-def _trial_pacer(raw: dict[str, Any]) -> str | None:
-    """How fwdgen paced a trial's load (contracts.md, `pacer`); None for other
-    generators, "max" loads and fwdgen versions that did not say."""
+def _trial_pacing(raw: dict[str, Any]) -> tuple[str | None, tuple[int, float] | None]:
+    """How fwdgen paced a trial's load (contracts.md, `pacer`, `pace_burst`): the
+    pacer, None for other generators, "max" loads and fwdgen versions that did
+    not say; and (frames it sent together, us of traffic they stand for), None
+    where fwdgen did not say."""
     streams = raw.get("streams") or []
-    p = streams[0].get("pacer") if streams and isinstance(streams[0], dict) else None
-    return p if p in ("kernel", "user") else None
-
-
-def _trial_pace_burst(raw: dict[str, Any]) -> tuple[int, float] | None:
-    """(frames fwdgen's pacer sent together, us of traffic they stand for) for a
-    trial's load (contracts.md, `pace_burst`); None where fwdgen did not say."""
-    s = (raw.get("streams") or [{}])[0]
+    s = streams[0] if streams and isinstance(streams[0], dict) else {}
+    pacer = s.get("pacer") if s.get("pacer") in ("kernel", "user") else None
     b, pps = s.get("pace_burst"), s.get("intended_pps")
     if not isinstance(b, int) or b < 1 or not isinstance(pps, (int, float)) or pps <= 0:
-        return None
-    return b, b / pps * 1e6
+        return pacer, None
+    return pacer, (b, b / pps * 1e6)
 
 
 def _span(values: list[float], fmt: str) -> str:
