@@ -11,11 +11,12 @@ livelock; e.g. the Linux router 0.96 Mpps when the generator also received
 and analysed every frame, 0.61 when it only sent, at 1.5 Mpps), and the
 generator reaches a high offered load for some data planes and not for
 others. Also the DUT CPU's busy share and what the generator sent. Peers of
-issue 7 (vfwd): the Linux router (with the lab's DUT ingress queue, and
-with veth's own ring and threaded NAPI as the issue measured it), DPDK
-testpmd on net_af_xdp, and the xdp DUT. vfwd runs as campaigns run it
-(rx_mode auto: interrupt, one priority above the lab's NAPI threads) and
-spinning at their priority, yielding after every pass (rx_mode poll).
+issue 7 (vfwd): the Linux router, DPDK testpmd on net_af_xdp and the xdp
+DUT, each as campaigns run it (behind the lab's DUT ingress: a cpumap queue
+for the Linux router, NAPI on the generator's CPU filling the AF_XDP rings
+of testpmd and vfwd; lab/ingress.py), and the Linux router and vfwd also on
+veth's own ring with threaded NAPI on the DUT CPU (testbed.dut_rx_queue = 0,
+as the issue measured the Linux router).
 
 Usage: sudo .venv/bin/python bench/lab_duts.py [--loads 0.6e6,0.9e6,1.2e6,1.5e6]
        [--seconds 3] [--trials 3]
@@ -39,9 +40,9 @@ PEERS = [
     ("linux router (ingress queue)", {"type": "linux", "params": {"mode": "router"}}, 4096),
     ("linux router (veth ring)", {"type": "linux", "params": {"mode": "router"}}, 0),
     ("testpmd mac (net_af_xdp)", {"type": "testpmd", "params": {"mode": "mac"}}, 4096),
+    ("testpmd mac (veth ring)", {"type": "testpmd", "params": {"mode": "mac"}}, 0),
     ("vfwd router (AF_XDP)", {"type": "vfwd", "params": {"mode": "router"}}, 4096),
-    ("vfwd router (AF_XDP, poll)", {"type": "vfwd", "params": {
-        "mode": "router", "rx_mode": "poll"}}, 4096),
+    ("vfwd router (veth ring)", {"type": "vfwd", "params": {"mode": "router"}}, 0),
     ("xdp router", {"type": "xdp", "params": {"mode": "router"}}, 4096),
 ]
 
@@ -122,12 +123,15 @@ def main() -> int:
 
 def print_target(fwd: dict[str, list[float]]) -> None:
     """Issue 7's target, paired by round: vfwd's peak over the best peak of the
-    Linux router and testpmd *in the same round*. A ratio of two trials a minute apart is far
-    steadier on this drifting host than a ratio of two medians."""
-    peers = [k for k in fwd if k.startswith(("linux", "testpmd"))]
-    if not peers:
-        return
+    Linux router and testpmd *in the same round* and the same lab ingress (the
+    campaigns' default, or veth's ring for all). A ratio of two trials a minute
+    apart is far steadier on this drifting host than a ratio of two medians."""
     for label in (k for k in fwd if k.startswith("vfwd")):
+        ring = "veth ring" in label
+        peers = [k for k in fwd if k.startswith(("linux", "testpmd")) and
+                 ("veth ring" in k) == ring]
+        if not peers:
+            continue
         ratios = [v / max(fwd[p][i] for p in peers) for i, v in enumerate(fwd[label])]
         print(f"  {label:30s} / best of {len(peers)} peers, per round: median "
               f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}], "

@@ -12,8 +12,9 @@ def load_bench():
 
 
 def test_target_pairs_rounds_and_ignores_non_peers(capsys):
-    fwd = {"linux router (veth ring)": [1.0, 0.5, 0.8],
+    fwd = {"linux router (ingress queue)": [1.0, 0.5, 0.8],
            "testpmd mac (net_af_xdp)": [0.5, 0.6, 0.9],
+           "linux router (veth ring)": [2.0, 2.0, 2.0],   # another ingress: not paired
            "xdp router": [1.5, 1.5, 1.5],          # for scale, not a peer of the target
            "vfwd router (AF_XDP)": [0.9, 0.66, 0.9]}
     load_bench().print_target(fwd)
@@ -21,6 +22,17 @@ def test_target_pairs_rounds_and_ignores_non_peers(capsys):
     # rounds: 0.9/1.0, 0.66/0.6, 0.9/0.9 -> 0.90, 1.10, 1.00
     assert "vfwd router (AF_XDP)" in out and "best of 2 peers" in out
     assert "median 1.00 [0.90-1.10]" in out and ">= 1 in 2 of 3 rounds" in out
+
+
+def test_target_pairs_like_ingress_with_like(capsys):
+    fwd = {"linux router (ingress queue)": [9.0],
+           "linux router (veth ring)": [1.0],
+           "testpmd mac (veth ring)": [0.8],
+           "vfwd router (veth ring)": [0.9]}
+    load_bench().print_target(fwd)
+    out = capsys.readouterr().out
+    assert "vfwd router (veth ring)" in out and "best of 2 peers" in out
+    assert "median 0.90 [0.90-0.90]" in out and ">= 1 in 0 of 1 rounds" in out
 
 
 def test_target_is_silent_without_peers(capsys):

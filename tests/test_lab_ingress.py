@@ -1,5 +1,6 @@
-"""The lab's DUT ingress queue (lab/ingress.py): cpumap in front of the DUT
-CPU for kernel data planes, threaded NAPI for the others."""
+"""The lab's DUT ingress (lab/ingress.py): cpumap in front of the DUT CPU for
+kernel data planes, threaded NAPI on the generator's CPU for AF_XDP ones,
+threaded NAPI on the DUT CPU for the xdp DUT."""
 from __future__ import annotations
 
 import json
@@ -68,7 +69,23 @@ def test_switching_between_cpumap_and_napi():
             assert os.sched_getaffinity(n["pid"]) == {DUTC}
             assert os.sched_getscheduler(n["pid"]) == os.SCHED_FIFO
 
-        with pytest.raises(Exception, match="must be one of napi, cpumap"):
+        # afxdp: the same threads, pinned to the generator's CPU, and back
+        lab.set_dut_ingress("afxdp", 2048)
+        d = lab.describe()
+        assert (d["dut_ingress"], d["dut_queue"], d["ingress_queues"]) == ("afxdp", 2048, [])
+        moved = [n for t in d["tuning"] if t["ifname"].startswith("dut") for n in t["napi"]]
+        assert sorted(n["pid"] for n in moved) == sorted(n["pid"] for n in dut_threads)
+        for n in moved:
+            assert n["cpu"] == GEN and os.sched_getaffinity(n["pid"]) == {GEN}
+            assert os.sched_getparam(n["pid"]).sched_priority == 50
+        for ifn in ("dut0", "dut1"):
+            assert "xdp" not in _link(lab, ifn) and _threaded(lab, ifn) == "1"
+        lab.set_dut_ingress("napi")
+        assert (lab.dut_ingress, lab.dut_queue) == ("napi", 0)
+        for n in moved:
+            assert os.sched_getaffinity(n["pid"]) == {DUTC}
+
+        with pytest.raises(Exception, match="must be one of napi, cpumap, afxdp"):
             lab.set_dut_ingress("ring")
 
 
@@ -92,11 +109,13 @@ def test_every_linux_mode_forwards_through_the_queue_and_xdp_gets_napi_back():
     seen = {}
     with NetnsTestbed(c) as tb:
         for sc in c.scenarios:
-            with tb.scenario(sc) as (execute, _describe):
+            with tb.scenario(sc) as (execute, describe):
                 r = execute(20_000, 1.0, 0, False)
-                seen[sc.dut.name] = (tb.lab.dut_ingress, r)
-    for name, (mode, r) in seen.items():
+                seen[sc.dut.name] = (tb.lab.dut_ingress, r, describe["lab_ingress"])
+    for name, (mode, r, recorded) in seen.items():
         assert mode == ("napi" if name == "xdp-router" else "cpumap"), name
+        assert recorded == ({"mode": "napi", "queue": 0, "napi_cpu": DUTC} if mode == "napi"
+                            else {"mode": "cpumap", "queue": 1024, "napi_cpu": None}), name
         assert r.tx_packets == r.intended_packets == 20_000, name
         assert r.rx_packets == r.tx_packets and r.lost == 0, name
         # the frames really came in through the DUT port
@@ -121,3 +140,48 @@ def test_spec_carries_the_burst_period_only_when_asked():
     assert all("burst_period_us" not in p for p in plain["ports"])
     coarse = build_spec(lab, sc.profile, sc.trial, 1000, 1.0, burst_period_us=1000.0)
     assert [p["burst_period_us"] for p in coarse["ports"]] == [1000.0, 1000.0]
+
+
+def _dut_napi_cpus(lab):
+    return {ifn: {c for n in t.napi for c in os.sched_getaffinity(n["pid"])}
+            for t in lab.tuning for ifn in [t.ifname] if ifn.startswith("dut")}
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("qsize", [1024, 0])
+def test_afxdp_duts_receive_on_the_generator_cpu(qsize):
+    """vfwd and testpmd (net_af_xdp) behind dut_rx_queue: the DUT ports' NAPI on
+    the generator's CPU after the driver attached its XDP program and sockets,
+    vfwd's fill ring as deep as the queue; real traffic through both. With
+    dut_rx_queue = 0 both keep NAPI on the DUT CPU and vfwd its shallow ring."""
+    from fwdbench.dut.testpmd import pmd_available
+    from fwdbench.testbeds import NetnsTestbed
+
+    duts = [{"name": "vfwd", "type": "vfwd", "params": {"mode": "router"}}]
+    if pmd_available("af_xdp"):
+        duts.append({"name": "testpmd", "type": "testpmd", "params": {"mode": "mac"}})
+    c = build_campaign({
+        "campaign": {"name": "afxdp-ingress"},
+        "testbed": {"type": "netns", "gen_cpu": GEN, "dut_cpu": DUTC, "dut_rx_queue": qsize},
+        "trial": {"duration": "1s", "warmup": "0.2s", "drain": "0.2s", "warmup_trial": False},
+        "dut": duts,
+        "profile": [{"name": "p", "frame_size": 64, "flows": 16}],
+        "search": {"type": "sweep", "loads": ["20kpps"]},
+    }, "test_lab_ingress.py")
+    seen = {}
+    with NetnsTestbed(c) as tb:
+        for sc in c.scenarios:
+            with tb.scenario(sc) as (execute, describe):
+                r = execute(20_000, 1.0, 0, False)
+                seen[sc.dut.name] = (tb.lab.dut_ingress, tb.lab.dut_queue,
+                                     _dut_napi_cpus(tb.lab), describe, r)
+    want_cpu = GEN if qsize else DUTC
+    for name, (mode, queue, cpus, desc, r) in seen.items():
+        assert (mode, queue) == (("afxdp", qsize) if qsize else ("napi", 0)), name
+        assert cpus == {"dut0": {want_cpu}, "dut1": {want_cpu}}, name
+        assert r.tx_packets == r.intended_packets == 20_000, name
+        assert r.rx_packets == r.tx_packets and r.lost == 0, name
+        assert desc["lab_ingress"] == {"mode": mode, "queue": queue, "napi_cpu": want_cpu}
+    desc = seen["vfwd"][3]
+    assert f"fill-depth {1024 if qsize else 256}\n" in desc["config"]
+    assert desc["rx_mode_used"] == "interrupt"

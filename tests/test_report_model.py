@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from fwdbench.report import build_report, load_model
-from fwdbench.report.model import goal_label, hdr_values_counts, merged_cdf, meter_fields
+from fwdbench.report.model import (goal_label, hdr_values_counts, merged_cdf,
+                                    meter_fields, methodology_text)
 from fwdbench.report.numbers import integer, l1_bps, l2_bps, mpps, p_value, sig, us
 from fwdbench.store import Store
 from fwdbench.trial import LatencySummary, StreamResult, TrialResult
@@ -207,7 +208,36 @@ def test_dut_ingress_queue_is_reported(tmp_path):
     assert m.placement["dut_rx_queue"] == 4096
     build_report(db, tmp_path / "rep")
     html = (tmp_path / "rep" / "index.html").read_text()
-    assert "4096 frames (cpumap)" in html
+    assert "4096 frames (kernel DUTs: cpumap;" in html
     assert "Kernel data planes received through a 4096-frame queue" in html
     # whose CPU pays for filling the queue: said, not left for the reader to guess
     assert "figures of kernel data planes leave that work out" in html
+
+
+def test_each_duts_ingress_is_told_from_its_scenario(tmp_path):
+    """Scenarios record how their DUT's ports received (testbeds.py,
+    lab_ingress): the methods text names the DUTs per way, says which CPU
+    filled the queues, and whose CPU figures include veth's receive."""
+    db = tmp_path / "i.sqlite"
+    sid0 = _store(db, 64, direction="uni")
+    st = Store(db)
+    cid = st.scenarios()[0]["campaign_id"]
+    st.set_describe(sid0, {"lab_ingress": {"mode": "cpumap", "queue": 4096, "napi_cpu": None}})
+    for idx, (name, dtype, ing) in enumerate((
+            ("vfwd-router", "vfwd", {"mode": "afxdp", "queue": 4096, "napi_cpu": 0}),
+            ("xdp-router", "xdp", {"mode": "napi", "queue": 0, "napi_cpu": 1})), start=1):
+        sid = st.add_scenario(cid, idx, f"{name} p", name, dtype, {"mode": "router"},
+                              {"name": "p", "frame_size": 64, "flows": 4, "direction": "uni",
+                               "l3": "ipv4"},
+                              {"type": "binary", "loss_ratios": [0.0, 0.005]},
+                              {"dut": name, "profile": "p"}, 1e7)
+        st.set_describe(sid, {"lab_ingress": ing})
+    st.close()
+    text = methodology_text(load_model(db))
+    assert ("dut (kernel data planes) received through a 4096-frame queue in front of the "
+            "DUT CPU") in text
+    assert ("vfwd-router (AF_XDP data planes) received through their sockets' RX rings, "
+            "filled on the generator's CPU as well") in text
+    assert "xdp-router received through veth's 256-frame ring" in text
+    assert "while those of xdp-router include it" in text
+    assert "Kernel data planes received through" not in text        # not the old wording

@@ -16,7 +16,7 @@ import pytest
 
 from fwdbench.dut import load_drivers
 from fwdbench.dut.vfwd import (VfwdDut, VfwdParams, _Port, flatten_stats, query, render_config,
-                               resolve_rx_mode, vfwd_binary)
+                               resolve_fill_depth, resolve_rx_mode, vfwd_binary)
 from fwdbench.errors import CampaignError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,9 +197,11 @@ def test_ring_and_fill_depth_in_stats(tmp_path, lines, ring, depth):
     assert (st["ring_size"], st["fill_depth"]) == (ring, depth)
 
 
-def lab_for_rx_mode(napi_prio: int, tuning: bool = True, dut_cpu: int = 1):
+def lab_for_rx_mode(napi_prio: int, tuning: bool = True, dut_cpu: int = 1,
+                    ingress: str = "napi", queue: int = 0):
     return SimpleNamespace(cfg=SimpleNamespace(napi_rt_priority=napi_prio,
-                                               kernel_tuning=tuning), dut_cpu=dut_cpu)
+                                               kernel_tuning=tuning), dut_cpu=dut_cpu,
+                           dut_ingress=ingress, dut_queue=queue)
 
 
 @pytest.mark.parametrize("params, cpus, lab, want", [
@@ -216,6 +218,12 @@ def lab_for_rx_mode(napi_prio: int, tuning: bool = True, dut_cpu: int = 1):
     ({"rx_mode": "poll", "sched_priority": 0}, [1], lab_for_rx_mode(50), ("poll", 0)),
     ({"rx_mode": "adaptive", "sched_priority": 7}, [1], lab_for_rx_mode(50), ("adaptive", 7)),
     ({"rx_mode": "poll", "sched_priority": 60}, [0], lab_for_rx_mode(50), ("poll", 60)),
+    # afxdp ingress: NAPI fills the rings from the generator's CPU
+    ({}, [1], lab_for_rx_mode(50, ingress="afxdp"), ("interrupt", 51)),
+    ({"rx_mode": "poll"}, [1], lab_for_rx_mode(50, ingress="afxdp"), ("poll", 0)),
+    ({"rx_mode": "poll", "sched_priority": 60}, [1], lab_for_rx_mode(50, ingress="afxdp"),
+     ("poll", 60)),                                          # nothing of the lab's to starve
+    ({}, [1], lab_for_rx_mode(50, tuning=False, ingress="afxdp"), ("poll", 0)),
 ])
 def test_resolve_rx_mode(params, cpus, lab, want):
     assert resolve_rx_mode(VfwdParams(**params), cpus, lab) == want
@@ -226,6 +234,20 @@ def test_resolve_rx_mode_refuses_a_spinner_above_the_napi_threads():
     with pytest.raises(DutError, match=r"rx_mode = 'poll' with sched_priority = 60 .*"
                                        r"napi_rt_priority = 50.*rx_mode = \"interrupt\""):
         resolve_rx_mode(VfwdParams(rx_mode="poll", sched_priority=60), [1], lab_for_rx_mode(50))
+
+
+@pytest.mark.parametrize("params, lab, want", [
+    ({}, None, 256),
+    ({"ring_size": 64}, None, 128),
+    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=4096), 2048),     # up to the RX ring
+    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=1024), 1024),
+    ({"ring_size": 8192}, lab_for_rx_mode(50, ingress="afxdp", queue=4096), 4096),
+    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=0), 256),
+    ({}, lab_for_rx_mode(50, ingress="cpumap", queue=4096), 256),
+    ({"fill_depth": 512}, lab_for_rx_mode(50, ingress="afxdp", queue=4096), 512),
+])
+def test_resolve_fill_depth(params, lab, want):
+    assert resolve_fill_depth(VfwdParams(**params), lab) == want
 
 
 def test_render_config_rx_mode():

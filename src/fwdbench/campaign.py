@@ -63,9 +63,11 @@ class Testbed(Strict):
     # Measured here (linux router, 64 kpps x 30 s): veth's own 256-frame ring lost
     # 5-1400 frames per trial to multi-ms vCPU stalls; a 4096-frame queue lost none.
     dut_rx_queue: int = Field(
-        4096, ge=0, le=16384, description="frames queued in front of the DUT CPU for kernel "
-                                          "data planes, as a NIC's RX ring (0: veth's own "
-                                          "256-frame ring and threaded NAPI)")
+        4096, ge=0, le=16384, description="frames queued in front of the DUT CPU, as a "
+                                          "NIC's RX ring filled on the generator's CPU: a "
+                                          "cpumap queue for kernel data planes, the AF_XDP "
+                                          "rings of vfwd and testpmd (0: veth's own "
+                                          "256-frame ring and threaded NAPI on the DUT CPU)")
 
     @field_validator("line_rate")
     @classmethod

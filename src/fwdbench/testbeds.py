@@ -138,7 +138,9 @@ class NetnsTestbed:
         lab = self.lab
         try:
             qsize = self.campaign.file.testbed.dut_rx_queue
-            lab.set_dut_ingress("cpumap" if driver.kernel_stack and qsize else "napi", qsize)
+            mode = ("cpumap" if driver.kernel_stack else "afxdp" if driver.afxdp_rx
+                    else "napi") if qsize else "napi"
+            lab.set_dut_ingress(mode, qsize)
             driver.setup(lab)
             peer_macs = driver.peer_macs(lab)
 
@@ -179,6 +181,10 @@ class NetnsTestbed:
                 result.dut_counters = counter_delta(before, driver.counters())
                 return result
 
-            yield execute, driver.describe()
+            # how this DUT's ports received (it differs per driver): for the report
+            ingress = {"mode": lab.dut_ingress, "queue": lab.dut_queue,
+                       "napi_cpu": (lab.gen_cpu if lab.dut_ingress == "afxdp" else
+                                    None if lab.dut_ingress == "cpumap" else lab.dut_cpu)}
+            yield execute, {**driver.describe(), "lab_ingress": ingress}
         finally:
             driver.teardown()

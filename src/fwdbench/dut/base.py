@@ -19,6 +19,11 @@ class DutDriver(ABC):
     #: program or AF_XDP socket of the driver's own): the lab then puts its
     #: ingress queue (testbed.dut_rx_queue) in front of the DUT CPU.
     kernel_stack: ClassVar[bool] = False
+    #: True when the driver receives through AF_XDP sockets on the DUT ports,
+    #: its XDP program only redirecting to them: the lab then runs the ports'
+    #: NAPI on the generator's CPU and the sockets' RX rings are the ingress
+    #: queue (testbed.dut_rx_queue; lab/ingress.py, "afxdp").
+    afxdp_rx: bool = False
 
     def __init__(self, params: dict[str, Any]):
         self.params = dict(params)

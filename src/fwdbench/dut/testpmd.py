@@ -262,6 +262,10 @@ class DpdkTestpmdDut(DutDriver):
     def __init__(self, params: dict[str, Any]):
         super().__init__(params)
         self.p = TestpmdParams.model_validate(params)
+        # net_af_xdp first (setup's order): the lab then receives for it on the
+        # generator's CPU, into the PMD's UMEM (lab/ingress.py, "afxdp")
+        self.afxdp_rx = (self.p.pmd == "af_xdp" or self.p.pmd == "auto" and self.p.queues == 1
+                         and pmd_available("af_xdp"))
         self._exec = None
         self._lab = None
         self._proc: subprocess.Popen | None = None

@@ -81,18 +81,20 @@ class VfwdParams(BaseModel):
         "auto", description="how an idle worker waits (VPP's rx-mode): poll spins, interrupt "
                             "sleeps in poll() at once, adaptive after ~2000 empty passes; "
                             "auto: interrupt when the lab's NAPI threads share the worker's "
-                            "CPU, else poll (docs/vfwd.md)")
+                            "CPU or fill its rings from the generator's (afxdp ingress), "
+                            "else poll (docs/vfwd.md)")
     sched_priority: int | None = Field(
         None, ge=0, le=99, description="SCHED_FIFO priority of the workers (0: normal); "
-                                       "default: the lab's NAPI threads' when they share "
-                                       "the workers' CPU (one above them in interrupt "
-                                       "mode), else 0")
+                                       "default: one above the lab's NAPI threads in "
+                                       "interrupt mode, theirs in poll mode when they share "
+                                       "the workers' CPU, else 0")
     ring_size: int = Field(2048, ge=64, le=16384, description="AF_XDP ring size [descriptors]")
     fill_depth: int | None = Field(
         None, ge=16, le=32768,
         description="buffers each AF_XDP socket keeps in the kernel (fill + rx rings; at most "
-                    "2 x ring_size; default 256, or 2 x ring_size if that is less): shallow "
-                    "keeps the working set in cache (docs/vfwd.md)")
+                    "2 x ring_size; default 256, or 2 x ring_size if that is less; behind "
+                    "the lab's afxdp ingress its queue, testbed.dut_rx_queue, up to "
+                    "ring_size): shallow keeps the working set in cache (docs/vfwd.md)")
     driver: Literal["auto", "xdp", "afpacket"] = Field(
         "auto", description="port backend: AF_XDP (copy mode on veth), AF_PACKET, or auto")
     routes: int = Field(1, ge=1, le=32768,
@@ -204,15 +206,25 @@ def resolve_rx_mode(p: VfwdParams, cpus: list[int], lab) -> tuple[str, int]:
     0.516 spinning at the NAPI threads' priority and yielding after every
     pass (what ``poll`` and ``adaptive`` do here), equal at 0.6 Mpps
     (docs/vfwd.md).
+
+    Behind the lab's ``afxdp`` ingress the NAPI threads run on the
+    generator's CPU, and ``interrupt`` is still the choice: a spinning worker
+    sends smaller batches, each waking the generator's receive on its CPU,
+    which then sent less (0.55 against 0.90 Mpps forwarded at 0.9 offered,
+    3 trials each in one run, 2026-11-23).
     """
     cfg = getattr(lab, "cfg", None)
     napi_prio = int(getattr(cfg, "napi_rt_priority", 0) or 0)
-    shared = (bool(getattr(cfg, "kernel_tuning", False)) and napi_prio > 0
-              and getattr(lab, "dut_cpu", None) in cpus)
-    mode = p.rx_mode if p.rx_mode != "auto" else ("interrupt" if shared else "poll")
+    lab_napi = bool(getattr(cfg, "kernel_tuning", False)) and napi_prio > 0
+    on_gen = lab_napi and getattr(lab, "dut_ingress", "napi") == "afxdp"
+    shared = lab_napi and not on_gen and getattr(lab, "dut_cpu", None) in cpus
+    mode = p.rx_mode if p.rx_mode != "auto" else ("interrupt" if shared or on_gen else "poll")
     prio = p.sched_priority
     if prio is None:
-        prio = (min(napi_prio + 1, 99) if mode == "interrupt" else napi_prio) if shared else 0
+        if mode == "interrupt" and (shared or on_gen):
+            prio = min(napi_prio + 1, 99)
+        else:
+            prio = napi_prio if shared else 0
     if shared and mode != "interrupt" and prio > napi_prio:
         raise DutError(f"vfwd: rx_mode = {mode!r} with sched_priority = {prio} spins above "
                        f"the lab's NAPI threads (napi_rt_priority = {napi_prio}) on CPU "
@@ -221,8 +233,26 @@ def resolve_rx_mode(p: VfwdParams, cpus: list[int], lab) -> tuple[str, int]:
     return mode, prio
 
 
+def resolve_fill_depth(p: VfwdParams, lab) -> int:
+    """Buffers per AF_XDP socket in the kernel: ``fill_depth`` if set; behind
+    the lab's ``afxdp`` ingress its queue (testbed.dut_rx_queue), up to the
+    RX ring that holds it; else shallow (FILL_DEPTH, docs/vfwd.md).
+
+    Shallow pays on the DUT CPU, where NAPI copies into the chunks; with NAPI
+    on the generator's CPU the depth is the queue that rides out the DUT
+    CPU's stalls: at 0.3 Mpps 3 of 3 trials lost nothing (2048) against 2 of
+    3 (256), at 1.5 Mpps offered 0 frames lost against 10805 (2026-11-23)."""
+    if p.fill_depth is not None:
+        return p.fill_depth
+    queue = int(getattr(lab, "dut_queue", 0) or 0)
+    if getattr(lab, "dut_ingress", "napi") == "afxdp" and queue:
+        return max(16, min(queue, p.ring_size))
+    return min(FILL_DEPTH, 2 * p.ring_size)
+
+
 def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int],
-                  rx_mode: str = "poll", sched_priority: int = 0) -> str:
+                  rx_mode: str = "poll", sched_priority: int = 0,
+                  fill_depth: int | None = None) -> str:
     """The vfwd config file for these params and lab ports (docs/vfwd.md)."""
     drv = {"auto": "auto", "xdp": "xdp", "afpacket": "afpacket"}[p.driver]
     lines = [
@@ -235,7 +265,7 @@ def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int],
         f"rx-mode {rx_mode}",
         f"sched-priority {sched_priority}",
         f"ring-size {p.ring_size}",
-        f"fill-depth {p.fill_depth or min(FILL_DEPTH, 2 * p.ring_size)}",
+        f"fill-depth {fill_depth or resolve_fill_depth(p, None)}",
         f"lpm {p.lpm}",
         f"lpm-tbl8 {p.lpm_tbl8}",
         f"trace {p.trace}",
@@ -325,6 +355,9 @@ class VfwdDut(DutDriver):
     def __init__(self, params: dict[str, Any]):
         super().__init__(params)
         self.p = VfwdParams.model_validate(params)
+        # AF_XDP ports (auto tries them first): the lab receives for vfwd on the
+        # generator's CPU, into its UMEM (lab/ingress.py, "afxdp")
+        self.afxdp_rx = self.p.driver != "afpacket"
         self.binary = vfwd_binary()
         self._proc: subprocess.Popen | None = None
         self._dir: str | None = None
@@ -390,7 +423,7 @@ class VfwdDut(DutDriver):
             [int(dut_cpu)] if dut_cpu is not None else [0])
         self._rx_mode, self._sched_priority = resolve_rx_mode(self.p, self._cpus, lab)
         self._config = render_config(self.p, ports, self._cpus, self._rx_mode,
-                                     self._sched_priority)
+                                     self._sched_priority, resolve_fill_depth(self.p, lab))
         self._dir = tempfile.mkdtemp(prefix="fwdbench-vfwd-")
         conf = Path(self._dir) / "vfwd.conf"
         conf.write_text(self._config)

@@ -13,8 +13,12 @@ skb and runs the whole kernel path (GRO, forwarding, netfilter, bridge, tc)
 there. Measured: 0 lost in 10 of 10 trials (see bench/core_targets.py).
 
 ``napi`` mode is the other tuning of this lab: GRO + threaded NAPI pinned to
-the DUT CPU (lab/tuning.py). Drivers that attach their own XDP program or
-AF_XDP socket to the DUT ports (xdp, testpmd, vfwd) need it.
+the DUT CPU (lab/tuning.py). The xdp DUT needs it: its whole data plane is
+the XDP program that NAPI runs. ``afxdp`` mode is the same threaded NAPI
+pinned to the *generator's* CPU, for DUTs that receive through AF_XDP
+sockets (testpmd, vfwd): there NAPI only runs the driver's redirect to its
+socket and copies the frame into the socket's memory (what a zero-copy NIC
+does by DMA), and the socket's RX ring is the DUT's receive queue.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ from .. import native
 from ..errors import LabError
 from .executor import Executor
 
-MODES = ("napi", "cpumap")
+MODES = ("napi", "cpumap", "afxdp")
 #: cpumap's own limit on a queue [frames]
 MAX_QSIZE = 16384
 

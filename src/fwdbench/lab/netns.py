@@ -125,6 +125,7 @@ class Lab:
         self.owner_pid = os.getpid()
         self.tuning: list[IfaceTuning] = []
         self.dut_ingress = "napi"              # how the DUT ports receive (set_dut_ingress)
+        self.dut_queue = 0                     # its queue [frames] in cpumap/afxdp mode
         self.tg_rx = "napi"                    # how the generator's ports receive (set_tg_rx)
         self.ingress: list[IngressQueue] = []
         self.timings: dict[str, float] = {}     # [s] per setup step
@@ -256,21 +257,25 @@ class Lab:
 
     def set_dut_ingress(self, mode: str, qsize: int = 0) -> None:
         """How the DUT ports receive: ``napi`` (threaded NAPI on the DUT CPU, the
-        lab as built) or ``cpumap`` (a ``qsize``-frame queue in front of the DUT
-        CPU, for kernel data planes; see lab/ingress.py). A no-op without
+        lab as built), ``cpumap`` (a ``qsize``-frame queue in front of the DUT
+        CPU, for kernel data planes) or ``afxdp`` (threaded NAPI on the
+        generator's CPU, for DUTs that receive through AF_XDP sockets, whose
+        RX rings are then the queue); see lab/ingress.py. A no-op without
         kernel tuning. On failure the ports are put back to ``napi``."""
         if mode not in ingress.MODES:
             raise LabError(f"DUT ingress {mode!r}: must be one of {', '.join(ingress.MODES)}")
         if not self.cfg.kernel_tuning:
             return
-        if mode == self.dut_ingress and (mode == "napi" or
+        if mode == self.dut_ingress and (mode != "cpumap" or
                                          all(q.qsize == qsize for q in self.ingress)):
             return
         ifnames = [p.dut.ifname for p in self.ports]
+        self.dut_queue = 0 if mode == "napi" else qsize
         try:
             self._detach_queues()
-            if mode == "napi":
-                self._napi_on(ifnames)
+            if mode != "cpumap":
+                self._napi_on(ifnames, self.gen_cpu if mode == "afxdp" else self.dut_cpu)
+                self.dut_ingress = mode
                 return
             self.tuning = [t for t in self.tuning if t.ifname not in ifnames]
             self.dut_ingress = "cpumap"
@@ -280,6 +285,7 @@ class Lab:
         except Exception:
             self._detach_queues()
             self._napi_on(ifnames)
+            self.dut_queue = 0
             raise
 
     def set_tg_rx(self, mode: str) -> None:
@@ -311,10 +317,13 @@ class Lab:
             ingress.detach(self.dut_exec, q.ifname)
         self.ingress = []
 
-    def _napi_on(self, ifnames: list[str]) -> None:
-        """Threaded NAPI on the DUT ports again (the kthreads are new: pin them again)."""
+    def _napi_on(self, ifnames: list[str], cpu: int | None = None) -> None:
+        """Threaded NAPI on the DUT ports, pinned to ``cpu`` (default: the DUT's);
+        after cpumap the kthreads are new, so they are looked up again."""
         self.tuning = [t for t in self.tuning if t.ifname not in ifnames]
-        self.tuning[:0] = tune_rx(self.dut_exec, ifnames, self.dut_cpu, self.cfg.napi_rt_priority)
+        self.tuning[:0] = tune_rx(self.dut_exec, ifnames,
+                                  self.dut_cpu if cpu is None else cpu,
+                                  self.cfg.napi_rt_priority)
         self.dut_ingress = "napi"
 
     def dut_baseline(self) -> None:
@@ -409,6 +418,7 @@ class Lab:
             "rt_throttling": self.rt_throttling,
             "tuning": [t.as_dict() | {"affinity_now": napi_affinity(t)} for t in self.tuning],
             "dut_ingress": self.dut_ingress,
+            "dut_queue": self.dut_queue,
             "tg_rx": self.tg_rx,
             "ingress_queues": [q.as_dict() for q in self.ingress],
             "mtu": self.cfg.mtu,

@@ -1068,6 +1068,43 @@ def _span(values: list[float], fmt: str) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
+def _ingress_text(m: ReportModel) -> str | None:
+    """How each DUT's ports received, from the scenarios' ``lab_ingress``
+    records (testbeds.py); None when a scenario has none (older stores)."""
+    duts: dict[str, list[str]] = {}
+    queues: dict[str, set[int]] = {}
+    for s in m.scenarios:
+        ing = (s.describe or {}).get("lab_ingress")
+        if not isinstance(ing, dict) or ing.get("mode") not in ("napi", "cpumap", "afxdp"):
+            return None
+        names = duts.setdefault(ing["mode"], [])
+        if s.dut_name not in names:
+            names.append(s.dut_name)
+        queues.setdefault(ing["mode"], set()).add(int(ing.get("queue") or 0))
+    out = []
+    if "cpumap" in duts:
+        q = "/".join(str(x) for x in sorted(queues["cpumap"]))
+        out.append(f"{', '.join(duts['cpumap'])} (kernel data planes) received through a "
+                   f"{q}-frame queue in front of the DUT CPU (cpumap, as a NIC's RX ring), "
+                   "filled on the generator's CPU: veth's receive and a redirect per frame.")
+    if "afxdp" in duts:
+        out.append(f"{', '.join(duts['afxdp'])} (AF_XDP data planes) received through their "
+                   "sockets' RX rings, filled on the generator's CPU as well: veth's receive, "
+                   "the data plane's redirect to its socket and the copy into the socket's "
+                   "memory, which a zero-copy NIC does by DMA.")
+    moved = [n for k in ("cpumap", "afxdp") for n in duts.get(k, [])]
+    if "napi" in duts:
+        out.append(f"{', '.join(duts['napi'])} received through veth's 256-frame ring with "
+                   "threaded NAPI on the DUT CPU.")
+        if moved:
+            out.append("So the DUT CPU and energy figures of the data planes with a queue "
+                       "leave veth's receive out, while those of "
+                       f"{', '.join(duts['napi'])} include it.")
+    elif moved:
+        out.append("So the DUT CPU and energy figures leave veth's receive out.")
+    return " ".join(out)
+
+
 def _pacing_text(m: ReportModel) -> str:
     """How fwdgen paced the trials, from what each trial's result says."""
     kern = [b for b in m.pacing.get("kernel", []) if b[0] > 1]
@@ -1117,7 +1154,11 @@ def methodology_text(m: ReportModel) -> str:
                      f"{m.placement['dut_cpu']} of the same host, joined by veth pairs "
                      "in network namespaces.")
         q = m.placement.get("dut_rx_queue")
-        if q and m.placement.get("kernel_tuning", True) is not False:
+        ingress = _ingress_text(m) if m.placement.get("kernel_tuning", True) is not False else None
+        if ingress:
+            parts.append(ingress)
+        elif q and m.placement.get("kernel_tuning", True) is not False:
+            # stores from before scenarios recorded their lab_ingress
             parts.append(f"Kernel data planes received through a {q}-frame queue in front "
                          "of the DUT CPU (cpumap, as a NIC's RX ring); the others through "
                          "veth's 256-frame ring with threaded NAPI on the DUT CPU. The "
