@@ -80,6 +80,8 @@ def test_switching_between_cpumap_and_napi():
             assert os.sched_getparam(n["pid"]).sched_priority == 50
         for ifn in ("dut0", "dut1"):
             assert "xdp" not in _link(lab, ifn) and _threaded(lab, ifn) == "1"
+        lab.set_dut_ingress("afxdp", 512)           # another queue: the drivers read it
+        assert (lab.dut_ingress, lab.dut_queue) == ("afxdp", 512)
         lab.set_dut_ingress("napi")
         assert (lab.dut_ingress, lab.dut_queue) == ("napi", 0)
         for n in moved:

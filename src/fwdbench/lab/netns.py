@@ -266,11 +266,11 @@ class Lab:
             raise LabError(f"DUT ingress {mode!r}: must be one of {', '.join(ingress.MODES)}")
         if not self.cfg.kernel_tuning:
             return
-        if mode == self.dut_ingress and (mode != "cpumap" or
-                                         all(q.qsize == qsize for q in self.ingress)):
+        queue = 0 if mode == "napi" else qsize
+        if mode == self.dut_ingress and queue == self.dut_queue:
             return
         ifnames = [p.dut.ifname for p in self.ports]
-        self.dut_queue = 0 if mode == "napi" else qsize
+        self.dut_queue = queue
         try:
             self._detach_queues()
             if mode != "cpumap":
