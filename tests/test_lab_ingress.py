@@ -185,5 +185,5 @@ def test_afxdp_duts_receive_on_the_generator_cpu(qsize):
         assert r.rx_packets == r.tx_packets and r.lost == 0, name
         assert desc["lab_ingress"] == {"mode": mode, "queue": queue, "napi_cpu": want_cpu}
     desc = seen["vfwd"][3]
-    assert f"fill-depth {1024 if qsize else 256}\n" in desc["config"]
+    assert f"ring-size 2048\nfill-depth {1024 if qsize else 256}\n" in desc["config"]
     assert desc["rx_mode_used"] == "interrupt"

@@ -16,7 +16,7 @@ import pytest
 
 from fwdbench.dut import load_drivers
 from fwdbench.dut.vfwd import (VfwdDut, VfwdParams, _Port, flatten_stats, query, render_config,
-                               resolve_fill_depth, resolve_rx_mode, vfwd_binary)
+                               resolve_rings, resolve_rx_mode, vfwd_binary)
 from fwdbench.errors import CampaignError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -237,17 +237,20 @@ def test_resolve_rx_mode_refuses_a_spinner_above_the_napi_threads():
 
 
 @pytest.mark.parametrize("params, lab, want", [
-    ({}, None, 256),
-    ({"ring_size": 64}, None, 128),
-    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=4096), 2048),     # up to the RX ring
-    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=1024), 1024),
-    ({"ring_size": 8192}, lab_for_rx_mode(50, ingress="afxdp", queue=4096), 4096),
-    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=0), 256),
-    ({}, lab_for_rx_mode(50, ingress="cpumap", queue=4096), 256),
-    ({"fill_depth": 512}, lab_for_rx_mode(50, ingress="afxdp", queue=4096), 512),
+    ({}, None, (2048, 256)),
+    ({"ring_size": 64}, None, (64, 128)),
+    # behind the afxdp ingress the rings hold the lab's queue
+    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=4096), (4096, 4096)),
+    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=1024), (2048, 1024)),
+    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=3000), (4096, 3000)),
+    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=16384), (16384, 16384)),
+    ({"ring_size": 1024}, lab_for_rx_mode(50, ingress="afxdp", queue=4096), (1024, 1024)),
+    ({}, lab_for_rx_mode(50, ingress="afxdp", queue=0), (2048, 256)),
+    ({}, lab_for_rx_mode(50, ingress="cpumap", queue=4096), (2048, 256)),
+    ({"fill_depth": 512}, lab_for_rx_mode(50, ingress="afxdp", queue=4096), (4096, 512)),
 ])
-def test_resolve_fill_depth(params, lab, want):
-    assert resolve_fill_depth(VfwdParams(**params), lab) == want
+def test_resolve_rings(params, lab, want):
+    assert resolve_rings(VfwdParams(**params), lab) == want
 
 
 def test_render_config_rx_mode():

@@ -43,6 +43,7 @@ ALLOWED_NETS = (ipaddress.ip_network("198.18.0.0/15"), ipaddress.ip_network("200
 READY_TIMEOUT_S = 30.0      # [s] from start to the ready line (2^20 routes take a while)
 STOP_TIMEOUT_S = 10.0       # [s] after SIGTERM before SIGKILL
 FILL_DEPTH = 256            # vfwd's default fill-depth (VF_FILL_DEPTH in native/vfwd/vfwd.h)
+RING_SIZE = 2048            # vfwd's default ring-size
 
 
 def vfwd_binary() -> Path:
@@ -88,13 +89,17 @@ class VfwdParams(BaseModel):
                                        "default: one above the lab's NAPI threads in "
                                        "interrupt mode, theirs in poll mode when they share "
                                        "the workers' CPU, else 0")
-    ring_size: int = Field(2048, ge=64, le=16384, description="AF_XDP ring size [descriptors]")
+    ring_size: int | None = Field(
+        None, ge=64, le=16384, description="AF_XDP ring size [descriptors]; default 2048, "
+                                           "behind the lab's afxdp ingress at least its queue "
+                                           "(testbed.dut_rx_queue)")
     fill_depth: int | None = Field(
         None, ge=16, le=32768,
         description="buffers each AF_XDP socket keeps in the kernel (fill + rx rings; at most "
                     "2 x ring_size; default 256, or 2 x ring_size if that is less; behind "
                     "the lab's afxdp ingress its queue, testbed.dut_rx_queue, up to "
-                    "ring_size): shallow keeps the working set in cache (docs/vfwd.md)")
+                    "ring_size): shallow keeps the working set in cache when NAPI copies "
+                    "on the DUT CPU (docs/vfwd.md)")
     driver: Literal["auto", "xdp", "afpacket"] = Field(
         "auto", description="port backend: AF_XDP (copy mode on veth), AF_PACKET, or auto")
     routes: int = Field(1, ge=1, le=32768,
@@ -121,8 +126,8 @@ class VfwdParams(BaseModel):
 
     @field_validator("ring_size")
     @classmethod
-    def _ring_pow2(cls, v: int) -> int:
-        if v & (v - 1):
+    def _ring_pow2(cls, v: int | None) -> int | None:
+        if v is not None and v & (v - 1):
             raise ValueError(f"{v} is not a power of two (64 .. 16384)")
         return v
 
@@ -151,10 +156,10 @@ class VfwdParams(BaseModel):
                              f"(mode {self.mode!r} does no IP lookup)")
         if self.mode != "work" and self.work != WorkParams():
             raise ValueError(f"work settings need mode 'work' (mode is {self.mode!r})")
-        if self.fill_depth is not None and self.fill_depth > 2 * self.ring_size:
+        ring = self.ring_size or RING_SIZE
+        if self.fill_depth is not None and self.fill_depth > 2 * ring:
             raise ValueError(f"fill_depth {self.fill_depth} is more than the fill ring holds "
-                             f"(2 x ring_size = {2 * self.ring_size}): lower it or raise "
-                             f"ring_size")
+                             f"(2 x ring_size = {2 * ring}): lower it or raise ring_size")
         return self
 
 
@@ -233,27 +238,33 @@ def resolve_rx_mode(p: VfwdParams, cpus: list[int], lab) -> tuple[str, int]:
     return mode, prio
 
 
-def resolve_fill_depth(p: VfwdParams, lab) -> int:
-    """Buffers per AF_XDP socket in the kernel: ``fill_depth`` if set; behind
-    the lab's ``afxdp`` ingress its queue (testbed.dut_rx_queue), up to the
-    RX ring that holds it; else shallow (FILL_DEPTH, docs/vfwd.md).
+def resolve_rings(p: VfwdParams, lab) -> tuple[int, int]:
+    """(ring_size, fill_depth) for this lab: the params if set; behind the
+    lab's ``afxdp`` ingress the rings hold its queue (testbed.dut_rx_queue)
+    and the socket keeps that many buffers in the kernel; else RING_SIZE and
+    a shallow FILL_DEPTH (docs/vfwd.md).
 
     Shallow pays on the DUT CPU, where NAPI copies into the chunks; with NAPI
     on the generator's CPU the depth is the queue that rides out the DUT
-    CPU's stalls: at 0.3 Mpps 3 of 3 trials lost nothing (2048) against 2 of
-    3 (256), at 1.5 Mpps offered 0 frames lost against 10805 (2026-11-23)."""
-    if p.fill_depth is not None:
-        return p.fill_depth
+    CPU's stalls. Measured 2026-11-23: at 0.3 Mpps 3 of 3 trials lost
+    nothing (2048) against 2 of 3 (256), at 1.5 Mpps offered 0 frames lost
+    against 10805; rings of 4096 against 2048, 9 trials each: lossless 6
+    against 5 at 0.6 Mpps and 6 against 4 at 0.9."""
     queue = int(getattr(lab, "dut_queue", 0) or 0)
-    if getattr(lab, "dut_ingress", "napi") == "afxdp" and queue:
-        return max(16, min(queue, p.ring_size))
-    return min(FILL_DEPTH, 2 * p.ring_size)
+    behind = getattr(lab, "dut_ingress", "napi") == "afxdp" and queue > 0
+    ring = p.ring_size or (min(max(RING_SIZE, 1 << (queue - 1).bit_length()), 16384)
+                           if behind else RING_SIZE)
+    if p.fill_depth is not None:
+        return ring, p.fill_depth
+    return ring, (max(16, min(queue, ring)) if behind else min(FILL_DEPTH, 2 * ring))
 
 
 def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int],
                   rx_mode: str = "poll", sched_priority: int = 0,
-                  fill_depth: int | None = None) -> str:
-    """The vfwd config file for these params and lab ports (docs/vfwd.md)."""
+                  rings: tuple[int, int] | None = None) -> str:
+    """The vfwd config file for these params and lab ports (docs/vfwd.md);
+    ``rings``: (ring_size, fill_depth) from resolve_rings."""
+    ring_size, fill_depth = rings or resolve_rings(p, None)
     drv = {"auto": "auto", "xdp": "xdp", "afpacket": "afpacket"}[p.driver]
     lines = [
         "# written by fwdbench's vfwd driver",
@@ -264,8 +275,8 @@ def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int],
         f"prefetch {'on' if p.prefetch else 'off'}",
         f"rx-mode {rx_mode}",
         f"sched-priority {sched_priority}",
-        f"ring-size {p.ring_size}",
-        f"fill-depth {fill_depth or resolve_fill_depth(p, None)}",
+        f"ring-size {ring_size}",
+        f"fill-depth {fill_depth}",
         f"lpm {p.lpm}",
         f"lpm-tbl8 {p.lpm_tbl8}",
         f"trace {p.trace}",
@@ -423,7 +434,7 @@ class VfwdDut(DutDriver):
             [int(dut_cpu)] if dut_cpu is not None else [0])
         self._rx_mode, self._sched_priority = resolve_rx_mode(self.p, self._cpus, lab)
         self._config = render_config(self.p, ports, self._cpus, self._rx_mode,
-                                     self._sched_priority, resolve_fill_depth(self.p, lab))
+                                     self._sched_priority, resolve_rings(self.p, lab))
         self._dir = tempfile.mkdtemp(prefix="fwdbench-vfwd-")
         conf = Path(self._dir) / "vfwd.conf"
         conf.write_text(self._config)
