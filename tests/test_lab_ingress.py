@@ -91,18 +91,14 @@ def test_switching_between_cpumap_and_napi():
             lab.set_dut_ingress("ring")
 
 
-@pytest.mark.root
-def test_every_linux_mode_forwards_through_the_queue_and_xdp_gets_napi_back():
-    """Real fwdgen traffic (XDP frames, which go through the ingress program)
-    through each Linux mode, then the xdp DUT, which needs the ports free."""
+def _one_trial_each(duts, qsize, keep):
+    """One 20 kpps trial through each DUT with testbed.dut_rx_queue = ``qsize``;
+    {dut name: keep(lab, scenario describe, result)} taken while the DUT is up."""
     from fwdbench.testbeds import NetnsTestbed
 
-    duts = [{"name": m, "type": "linux", "params": {"mode": m}}
-            for m in ("router", "nat", "bridge", "xconnect")]
-    duts.append({"name": "xdp-router", "type": "xdp", "params": {"mode": "router"}})
     c = build_campaign({
         "campaign": {"name": "ingress"},
-        "testbed": {"type": "netns", "gen_cpu": GEN, "dut_cpu": DUTC, "dut_rx_queue": 1024},
+        "testbed": {"type": "netns", "gen_cpu": GEN, "dut_cpu": DUTC, "dut_rx_queue": qsize},
         "trial": {"duration": "1s", "warmup": "0.2s", "drain": "0.2s", "warmup_trial": False},
         "dut": duts,
         "profile": [{"name": "p", "frame_size": 64, "flows": 16}],
@@ -113,7 +109,19 @@ def test_every_linux_mode_forwards_through_the_queue_and_xdp_gets_napi_back():
         for sc in c.scenarios:
             with tb.scenario(sc) as (execute, describe):
                 r = execute(20_000, 1.0, 0, False)
-                seen[sc.dut.name] = (tb.lab.dut_ingress, r, describe["lab_ingress"])
+                seen[sc.dut.name] = keep(tb.lab, describe, r)
+    return seen
+
+
+@pytest.mark.root
+def test_every_linux_mode_forwards_through_the_queue_and_xdp_gets_napi_back():
+    """Real fwdgen traffic (XDP frames, which go through the ingress program)
+    through each Linux mode, then the xdp DUT, which needs the ports free."""
+    duts = [{"name": m, "type": "linux", "params": {"mode": m}}
+            for m in ("router", "nat", "bridge", "xconnect")]
+    duts.append({"name": "xdp-router", "type": "xdp", "params": {"mode": "router"}})
+    seen = _one_trial_each(duts, 1024, lambda lab, describe, r: (
+        lab.dut_ingress, r, describe["lab_ingress"]))
     for name, (mode, r, recorded) in seen.items():
         assert mode == ("napi" if name == "xdp-router" else "cpumap"), name
         assert recorded == ({"mode": "napi", "queue": 0, "napi_cpu": DUTC} if mode == "napi"
@@ -157,26 +165,12 @@ def test_afxdp_duts_receive_on_the_generator_cpu(qsize):
     vfwd's fill ring as deep as the queue; real traffic through both. With
     dut_rx_queue = 0 both keep NAPI on the DUT CPU and vfwd its shallow ring."""
     from fwdbench.dut.testpmd import pmd_available
-    from fwdbench.testbeds import NetnsTestbed
 
     duts = [{"name": "vfwd", "type": "vfwd", "params": {"mode": "router"}}]
     if pmd_available("af_xdp"):
         duts.append({"name": "testpmd", "type": "testpmd", "params": {"mode": "mac"}})
-    c = build_campaign({
-        "campaign": {"name": "afxdp-ingress"},
-        "testbed": {"type": "netns", "gen_cpu": GEN, "dut_cpu": DUTC, "dut_rx_queue": qsize},
-        "trial": {"duration": "1s", "warmup": "0.2s", "drain": "0.2s", "warmup_trial": False},
-        "dut": duts,
-        "profile": [{"name": "p", "frame_size": 64, "flows": 16}],
-        "search": {"type": "sweep", "loads": ["20kpps"]},
-    }, "test_lab_ingress.py")
-    seen = {}
-    with NetnsTestbed(c) as tb:
-        for sc in c.scenarios:
-            with tb.scenario(sc) as (execute, describe):
-                r = execute(20_000, 1.0, 0, False)
-                seen[sc.dut.name] = (tb.lab.dut_ingress, tb.lab.dut_queue,
-                                     _dut_napi_cpus(tb.lab), describe, r)
+    seen = _one_trial_each(duts, qsize, lambda lab, describe, r: (
+        lab.dut_ingress, lab.dut_queue, _dut_napi_cpus(lab), describe, r))
     want_cpu = GEN if qsize else DUTC
     for name, (mode, queue, cpus, desc, r) in seen.items():
         assert (mode, queue) == (("afxdp", qsize) if qsize else ("napi", 0)), name

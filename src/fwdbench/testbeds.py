@@ -182,9 +182,6 @@ class NetnsTestbed:
                 return result
 
             # how this DUT's ports received (it differs per driver): for the report
-            ingress = {"mode": lab.dut_ingress, "queue": lab.dut_queue,
-                       "napi_cpu": (lab.gen_cpu if lab.dut_ingress == "afxdp" else
-                                    None if lab.dut_ingress == "cpumap" else lab.dut_cpu)}
-            yield execute, {**driver.describe(), "lab_ingress": ingress}
+            yield execute, {**driver.describe(), "lab_ingress": lab.ingress_record()}
         finally:
             driver.teardown()

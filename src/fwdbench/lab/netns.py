@@ -274,8 +274,7 @@ class Lab:
         try:
             self._detach_queues()
             if mode != "cpumap":
-                self._napi_on(ifnames, self.gen_cpu if mode == "afxdp" else self.dut_cpu)
-                self.dut_ingress = mode
+                self._napi_on(ifnames, mode)
                 return
             self.tuning = [t for t in self.tuning if t.ifname not in ifnames]
             self.dut_ingress = "cpumap"
@@ -317,14 +316,23 @@ class Lab:
             ingress.detach(self.dut_exec, q.ifname)
         self.ingress = []
 
-    def _napi_on(self, ifnames: list[str], cpu: int | None = None) -> None:
-        """Threaded NAPI on the DUT ports, pinned to ``cpu`` (default: the DUT's);
+    def _napi_on(self, ifnames: list[str], mode: str = "napi") -> None:
+        """Threaded NAPI on the DUT ports, pinned as ``mode`` (napi or afxdp) wants;
         after cpumap the kthreads are new, so they are looked up again."""
+        self.dut_ingress = mode
         self.tuning = [t for t in self.tuning if t.ifname not in ifnames]
-        self.tuning[:0] = tune_rx(self.dut_exec, ifnames,
-                                  self.dut_cpu if cpu is None else cpu,
+        self.tuning[:0] = tune_rx(self.dut_exec, ifnames, self.dut_napi_cpu(),
                                   self.cfg.napi_rt_priority)
-        self.dut_ingress = "napi"
+
+    def dut_napi_cpu(self) -> int | None:
+        """Where the DUT ports' NAPI runs: the DUT CPU (napi), the generator's
+        (afxdp), or None (cpumap: in the sender's softirq)."""
+        return {"napi": self.dut_cpu, "afxdp": self.gen_cpu}.get(self.dut_ingress)
+
+    def ingress_record(self) -> dict[str, Any]:
+        """How the DUT ports receive now, as a scenario records it for the report."""
+        return {"mode": self.dut_ingress, "queue": self.dut_queue,
+                "napi_cpu": self.dut_napi_cpu()}
 
     def dut_baseline(self) -> None:
         """(Re)apply the lab's own config of dut0/dut1: addresses, static neighbours, up.

@@ -1154,10 +1154,11 @@ def methodology_text(m: ReportModel) -> str:
                      f"{m.placement['dut_cpu']} of the same host, joined by veth pairs "
                      "in network namespaces.")
         q = m.placement.get("dut_rx_queue")
-        ingress = _ingress_text(m) if m.placement.get("kernel_tuning", True) is not False else None
+        tuned = m.placement.get("kernel_tuning", True) is not False
+        ingress = _ingress_text(m) if tuned else None
         if ingress:
             parts.append(ingress)
-        elif q and m.placement.get("kernel_tuning", True) is not False:
+        elif q and tuned:
             # stores from before scenarios recorded their lab_ingress
             parts.append(f"Kernel data planes received through a {q}-frame queue in front "
                          "of the DUT CPU (cpumap, as a NIC's RX ring); the others through "
@@ -1166,7 +1167,7 @@ def methodology_text(m: ReportModel) -> str:
                          "redirect per frame), as a NIC fills its ring, so the DUT CPU and "
                          "energy figures of kernel data planes leave that work out, while "
                          "those of the others include veth's receive.")
-        if m.latency_any and m.placement.get("kernel_tuning", True) is not False:
+        if m.latency_any and tuned:
             parts.append("In latency trials without background load the generator's ports "
                          "received inline on the DUT CPU, so frames were stamped as the DUT "
                          "sent them; under load the generator's CPU received them, and its "
