@@ -126,9 +126,11 @@ typedef struct {
 
 typedef struct {
 	l2_entry_t *tab;
+	l2_entry_t *spare;     /* the live entries while a sweep rebuilds tab */
 	uint32_t mask, n, max, aging;
 	uint32_t n_ports;
-	uint64_t learnt, moved, flooded, table_full;
+	uint32_t swept;        /* [s] of the last sweep: at most one a second */
+	uint64_t learnt, moved, flooded, table_full, aged;
 } l2_bridge_state_t;
 
 VF_INLINE uint64_t mac_key(const uint8_t *p)
@@ -168,10 +170,14 @@ static int l2_bridge_init(vf_worker_t *w, vf_node_rt_t *rt)
 	while (size < 2 * c->bridge_size)
 		size <<= 1;
 	s->tab = calloc(size, sizeof(l2_entry_t));
-	if (!s->tab) {
+	s->spare = calloc(size, sizeof(l2_entry_t));
+	if (!s->tab || !s->spare) {
+		free(s->tab);
+		free(s->spare);
 		free(s);
 		return -12;
 	}
+	s->swept = UINT32_MAX;
 	s->mask = size - 1;
 	s->max = c->bridge_size;
 	s->aging = c->bridge_aging_s;
@@ -192,6 +198,7 @@ static int l2_bridge_init(vf_worker_t *w, vf_node_rt_t *rt)
 static void l2_bridge_fini(void *state)
 {
 	free(((l2_bridge_state_t *)state)->tab);
+	free(((l2_bridge_state_t *)state)->spare);
 }
 
 static inline int expired(const l2_bridge_state_t *s, const l2_entry_t *e, uint32_t now)
@@ -199,10 +206,41 @@ static inline int expired(const l2_bridge_state_t *s, const l2_entry_t *e, uint3
 	return s->aging && !e->is_static && now - e->seen > s->aging;
 }
 
+/* The table is full: drop the aged-out entries by rebuilding it from the
+ * live ones (linear probing has no cheap delete; a learn reuses an aged
+ * entry only when one sits in its own probe chain). At most once a second,
+ * so a table full of live entries costs one sweep a second. Returns the
+ * entries freed. */
+static __attribute__((noinline, cold)) uint32_t l2_sweep(l2_bridge_state_t *s, uint32_t now)
+{
+	uint32_t live = 0, old = s->n;
+
+	if (!s->aging || s->swept == now)
+		return 0;
+	s->swept = now;
+	for (uint32_t i = 0; i <= s->mask; i++)
+		if (s->tab[i].key && !expired(s, &s->tab[i], now))
+			s->spare[live++] = s->tab[i];
+	if (live == old)
+		return 0;
+	memset(s->tab, 0, (size_t)(s->mask + 1) * sizeof(l2_entry_t));
+	for (uint32_t j = 0; j < live; j++) {
+		uint32_t k = mac_hash(s->spare[j].key, s->mask);
+		while (s->tab[k].key)
+			k = (k + 1) & s->mask;
+		s->tab[k] = s->spare[j];
+	}
+	s->n = live;
+	s->aged += old - live;
+	return old - live;
+}
+
 /* Learn src -> port. Returns 0, or -1 when the table is full. */
 VF_INLINE int l2_learn(l2_bridge_state_t *s, uint64_t key, uint16_t port, uint32_t now)
 {
-	l2_entry_t *stale = NULL;
+	l2_entry_t *stale;
+retry:
+	stale = NULL;
 	for (uint32_t i = mac_hash(key, s->mask);; i = (i + 1) & s->mask) {
 		l2_entry_t *e = &s->tab[i];
 		if (e->key == key) {
@@ -219,8 +257,11 @@ VF_INLINE int l2_learn(l2_bridge_state_t *s, uint64_t key, uint16_t port, uint32
 		}
 		if (!e->key) {
 			if (!stale) {
-				if (s->n >= s->max)
+				if (s->n >= s->max) {
+					if (l2_sweep(s, now))
+						goto retry;
 					return -1;
+				}
 				stale = e;
 				s->n++;
 			}

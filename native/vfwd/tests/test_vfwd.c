@@ -515,6 +515,42 @@ static void test_bridge(void)
 	teardown();
 }
 
+/* A table of bridge_size entries once filled keeps learning after aging:
+ * aged-out entries give their room back. */
+static void test_bridge_aging_frees_room(void)
+{
+	const char *conf = "mode bridge\nbridge aging 10 size 16\nport 0 a driver pg\n"
+			   "port 1 b driver pg\nport 2 c driver pg\n";
+	CHECK(setup(conf) == 0, "setup");
+	uint8_t p[64];
+	const uint8_t BC[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	uint8_t S[6] = { 2, 0, 0, 0, 1, 0 }, N[6] = { 2, 0, 0, 0, 2, 5 };
+	for (int k = 1; k <= 16; k++) {          /* fill the table from port 0 */
+		S[5] = (uint8_t)k;
+		inject(p, mk_l2(p, BC, S), 0);
+	}
+	run();
+	CHECK(vf_l2_bridge_entries(W) == 16, "full %u", vf_l2_bridge_entries(W));
+	cap_clear();
+	inject(p, mk_l2(p, BC, N), 1);          /* full and nothing aged: N not learnt */
+	inject(p, mk_l2(p, N, S), 0);
+	run();
+	CHECK(vf_l2_bridge_entries(W) == 16, "still %u", vf_l2_bridge_entries(W));
+	CHECK(captured(2) == 2 && captured(1) == 1, "N unknown, flooded %u %u", captured(1),
+	      captured(2));
+	cap_clear();
+	W->now_offset = 100;                     /* all 16 age out */
+	inject(p, mk_l2(p, BC, N), 1);          /* N learnt in their room */
+	run();
+	CHECK(vf_l2_bridge_entries(W) == 1, "after sweep %u", vf_l2_bridge_entries(W));
+	cap_clear();
+	inject(p, mk_l2(p, N, S), 0);           /* to N: forwarded to port 1 only */
+	run();
+	CHECK(captured(1) == 1 && captured(2) == 0, "N learnt %u %u", captured(1), captured(2));
+	cap_clear();
+	teardown();
+}
+
 static void test_bridge_static(void)
 {
 	const char *conf = "mode bridge\nbridge aging 1\nport 0 a driver pg\nport 1 b driver pg\n"
@@ -711,6 +747,7 @@ int main(void)
 	test_xconnect();
 	test_bridge();
 	test_bridge_static();
+	test_bridge_aging_frees_room();
 	test_nat44();
 	test_work();
 	test_pg_and_trace();
