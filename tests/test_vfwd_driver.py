@@ -54,6 +54,7 @@ def test_registered():
     ({"sched_priority": 100}, "dut[0].params.sched_priority"),
     ({"fill_depth": 8}, "dut[0].params.fill_depth"),
     ({"fill_depth": 1024, "ring_size": 256}, "dut[0].params"),
+    ({"mode": "nat44", "workers": 2}, "workers = 2: mode 'nat44' keeps its sessions per worker"),
 ])
 def test_validate_names_the_field(params, field):
     with pytest.raises(CampaignError) as e:

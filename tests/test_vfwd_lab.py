@@ -24,6 +24,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from fwdbench.errors import DutError
 from fwdbench.dut.vfwd import VfwdDut, query, vfwd_binary
 
 pytestmark = pytest.mark.root
@@ -323,8 +324,19 @@ def test_two_workers_rss(mlab2q):
         per_worker = [w["nodes"].get("ip4-rewrite", {}).get("packets", 0)
                       for w in d.stats()["workers_detail"]]
         assert sum(per_worker) == 200 and len(per_worker) == 2
+        assert min(per_worker) > 0, f"RSS left a worker idle: {per_worker}"
     finally:
         d.teardown()
+
+
+@pytest.mark.parametrize("driver", ["xdp", "auto"])
+def test_more_workers_than_queues_is_refused(mlab, driver):
+    """One RX queue per port: a second AF_XDP worker would get nothing (or fail
+    to bind), so setup says so and names the fix; vfwd is not left running."""
+    d = VfwdDut({"mode": "router", "workers": 2, "driver": driver})
+    with pytest.raises(DutError, match=r"workers = 2 needs 2 RX queues .* has 1: use workers = 1"):
+        d.setup(mlab)
+    assert d._proc is None
 
 
 def test_asan_build_on_the_wire(mlab, monkeypatch):

@@ -43,6 +43,7 @@ struct parser {
 	struct neigh_line *neigh;
 	uint32_t n_neigh, cap_neigh;
 	int fill_depth_line;    /* where fill-depth was set (checked against ring-size at the end) */
+	int mode_line, workers_line, nat_line, pg_line;  /* for errors found at the end */
 };
 
 static int fail(struct parser *p, const char *fmt, ...)
@@ -363,6 +364,7 @@ static int stmt(struct parser *p, char **tok, int nt)
 			return fail(p, "mode: '%s' is not router, xconnect, bridge, nat44 or work",
 				    tok[1]);
 		c->mode = (enum vf_mode)i;
+		p->mode_line = p->line;
 		return 0;
 	}
 	if (!strcmp(k, "max-vector")) {
@@ -375,6 +377,7 @@ static int stmt(struct parser *p, char **tok, int nt)
 		NEED(2, "workers N");
 		if (parse_u32(tok[1], 1, VF_MAX_WORKERS, &c->workers))
 			return fail(p, "workers: '%s' must be 1..%d", tok[1], VF_MAX_WORKERS);
+		p->workers_line = p->line;
 		return 0;
 	}
 	if (!strcmp(k, "cpus")) {
@@ -506,8 +509,10 @@ static int stmt(struct parser *p, char **tok, int nt)
 	}
 	if (!strcmp(k, "routes-random"))
 		return stmt_routes_random(p, tok, nt);
-	if (!strcmp(k, "pg"))
+	if (!strcmp(k, "pg")) {
+		p->pg_line = p->line;
 		return stmt_pg(p, tok, nt);
+	}
 	if (!strcmp(k, "bridge-mac")) {
 		int port;
 		NEED(4, "bridge-mac MAC port N");
@@ -540,6 +545,7 @@ static int stmt(struct parser *p, char **tok, int nt)
 	}
 	if (!strcmp(k, "nat44")) {
 		struct vf_nat_cfg *n = &c->nat;
+		p->nat_line = p->line;
 		for (int i = 1; i < nt; i += 2) {
 			if (i + 1 >= nt)
 				return fail(p, "nat44: '%s' needs a value", tok[i]);
@@ -632,11 +638,24 @@ static int finish(struct parser *p)
 					    "an existing peer port", i, i);
 			}
 	if (c->mode == VF_MODE_NAT44 &&
-	    ((uint32_t)c->nat.inside >= c->n_ports || (uint32_t)c->nat.outside >= c->n_ports))
+	    ((uint32_t)c->nat.inside >= c->n_ports || (uint32_t)c->nat.outside >= c->n_ports)) {
+		p->line = p->nat_line ? p->nat_line : p->mode_line;
 		return fail(p, "mode nat44 needs 'nat44 inside PORT outside PORT pool ADDR' "
 			    "naming existing ports");
-	if (c->pg.enabled && c->pg.port >= c->n_ports)
+	}
+	/* Sessions are per worker, and nothing hands return traffic (spread by
+	 * RSS on the outside port) to the worker that owns its session. */
+	if (c->mode == VF_MODE_NAT44 && c->workers > 1 &&
+	    (c->port[c->nat.inside].drv != VF_PORT_PG || c->port[c->nat.outside].drv != VF_PORT_PG)) {
+		p->line = p->workers_line;
+		return fail(p, "workers %u: mode nat44 keeps its sessions per worker and does not "
+			    "hand return traffic to the session's worker; use workers 1",
+			    c->workers);
+	}
+	if (c->pg.enabled && c->pg.port >= c->n_ports) {
+		p->line = p->pg_line;
 		return fail(p, "pg: port %u does not exist", c->pg.port);
+	}
 	c->fib = vf_fib_create(c->lpm, c->lpm_tbl8);
 	if (!c->fib)
 		return fail(p, "cannot allocate the FIB (%s)", c->lpm);

@@ -720,6 +720,13 @@ static void test_config_errors(void)
 		{ "port 0 a driver pg\nfill-depth 2048\nring-size 512\n",
 		  "test.conf:2: fill-depth 2048 is more than the fill ring holds" },
 		{ "", "no 'port' statement" },
+		{ "mode nat44\nport 0 a driver pg\nport 1 b driver pg\n",
+		  "test.conf:1: mode nat44 needs 'nat44 inside" },
+		{ "mode nat44\nworkers 2\nport 0 a driver xdp\nport 1 b driver xdp\n"
+		  "nat44 inside 0 outside 1 pool 198.19.0.100\n",
+		  "test.conf:2: workers 2: mode nat44 keeps its sessions per worker" },
+		{ "port 0 a driver pg\n\npg port 3 size 64 src 198.18.0.0/16 dst 198.19.0.0/16\n",
+		  "test.conf:3: pg: port 3 does not exist" },
 		{ "port 0 a driver pg\nlpm-tbl8 1\nneighbor 1.1.1.1 02:00:00:00:00:01 port 0\n"
 		  "route 10.0.0.1/32 via 1.1.1.1\nroute 10.0.1.1/32 via 1.1.1.1\n",
 		  "test.conf:5: route: DIR-24-8 has no free tbl8 group" },

@@ -154,6 +154,10 @@ class VfwdParams(BaseModel):
         if self.mode in ("xconnect", "bridge") and (self.routes != 1 or self.random_routes):
             raise ValueError(f"routes/random_routes need mode 'router', 'nat44' or 'work' "
                              f"(mode {self.mode!r} does no IP lookup)")
+        if self.mode == "nat44" and self.workers > 1:
+            raise ValueError(f"workers = {self.workers}: mode 'nat44' keeps its sessions per "
+                             f"worker and does not hand return traffic to the session's "
+                             f"worker; use workers = 1")
         if self.mode != "work" and self.work != WorkParams():
             raise ValueError(f"work settings need mode 'work' (mode is {self.mode!r})")
         ring = self.ring_size or RING_SIZE
@@ -429,6 +433,7 @@ class VfwdDut(DutDriver):
         ports = [_Port(p, i) for i, p in enumerate(list(lab.ports)[:2])]
         if len(ports) != 2:
             raise DutError(f"vfwd: the lab has {len(ports)} ports, vfwd needs 2")
+        self._check_queues(lab, ports)
         dut_cpu = getattr(lab, "dut_cpu", None)
         self._cpus = list(self.p.cpus) if self.p.cpus else (
             [int(dut_cpu)] if dut_cpu is not None else [0])
@@ -447,6 +452,24 @@ class VfwdDut(DutDriver):
         except BaseException:
             self.teardown_quietly()
             raise
+
+    def _check_queues(self, lab, ports: list[_Port]) -> None:
+        """AF_XDP workers take one RX queue of each port each (RSS spreads the
+        flows): refuse more workers than the ports have queues, which would
+        otherwise fail to bind or, with driver auto, leave the extra workers
+        on AF_PACKET sockets that the XDP redirect starves. (The netns lab's
+        veths have one queue, and veth puts the generator's frames on one
+        queue anyway; driver afpacket spreads by PACKET_FANOUT instead.)"""
+        if self.p.workers == 1 or self.p.driver == "afpacket":
+            return
+        for pt in ports:
+            names = lab.dut_exec.run(["ls", f"/sys/class/net/{pt.dut_ifname}/queues"]).stdout.split()
+            nq = sum(n.startswith("rx-") for n in names)
+            if nq < self.p.workers:
+                raise DutError(f"vfwd: workers = {self.p.workers} needs {self.p.workers} RX "
+                               f"queues on each port for AF_XDP, and {pt.dut_ifname} has {nq}: "
+                               f"use workers = 1 here, or driver = \"afpacket\" (PACKET_FANOUT "
+                               f"spreads the flows over the workers)")
 
     def _wait_ready(self) -> None:
         proc = self._proc
