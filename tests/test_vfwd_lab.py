@@ -308,17 +308,20 @@ def test_driver_stats_and_teardown(dut, mlab):
     d.teardown()                                   # safe twice
 
 
-def test_two_workers_rss(mlab2q):
-    """Two workers, one AF_XDP socket per (port, queue) each; the sender's
-    flow hash spreads frames over both veth queues."""
+@pytest.mark.parametrize("driver, lab", [("xdp", "mlab2q"), ("afpacket", "mlab")])
+def test_two_workers_rss(driver, lab, request):
+    """Two workers: with AF_XDP one socket per (port, queue) each, the sender's
+    flow hash spreading frames over both veth queues; with AF_PACKET on a
+    one-queue port, PACKET_FANOUT spreading them."""
     from scapy.all import IP, Ether
-    d = VfwdDut({"mode": "router", "workers": 2, "driver": "xdp"})
+    ml = request.getfixturevalue(lab)
+    d = VfwdDut({"mode": "router", "workers": 2, "driver": driver})
     d.check()
-    d.setup(mlab2q)
+    d.setup(ml)
     try:
         frames = [udp4(f"198.18.128.{1 + i}", f"198.19.128.{1 + i}", sport=1000 + i, n=i)
                   for i in range(200)]
-        got = wire(mlab2q, [("tg0", frames)], wait=1.5)
+        got = wire(ml, [("tg0", frames)], wait=1.5)
         assert len(got["tg1"]) == 200
         assert all(Ether(f)[IP].ttl == 63 for f in got["tg1"])
         per_worker = [w["nodes"].get("ip4-rewrite", {}).get("packets", 0)
