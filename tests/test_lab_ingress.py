@@ -181,3 +181,23 @@ def test_afxdp_duts_receive_on_the_generator_cpu(qsize):
     desc = seen["vfwd"][3]
     assert f"ring-size 2048\nfill-depth {1024 if qsize else 256}\n" in desc["config"]
     assert desc["rx_mode_used"] == "interrupt"
+
+
+@pytest.mark.root
+def test_every_vfwd_mode_forwards_in_a_campaign():
+    """dut = "vfwd" in each of its modes through the campaign path (the
+    testbed's scenario set-up, a fwdgen trial, the driver's counters): every
+    frame forwarded, by the mode's own node."""
+    modes = {"router": "ip4_rewrite", "xconnect": "l2_xconnect", "bridge": "l2_bridge",
+             "nat44": "nat44", "work": "work"}
+    duts = [{"name": m, "type": "vfwd",
+             "params": {"mode": m, **({"work": {"hashes": 2}} if m == "work" else {})}}
+            for m in modes]
+    seen = _one_trial_each(duts, 1024, lambda lab, describe, r: (describe, r))
+    assert set(seen) == set(modes)
+    for mode, (desc, r) in seen.items():
+        assert f"mode {mode}\n" in desc["config"], mode
+        assert r.tx_packets == r.intended_packets == 20_000, mode
+        assert r.rx_packets == r.tx_packets and r.lost == 0, (mode, r.tx_packets, r.rx_packets)
+        node = r.dut_counters[f"vfwd_{modes[mode]}_packets"]
+        assert node >= r.rx_packets, (mode, node)
