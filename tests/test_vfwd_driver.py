@@ -99,13 +99,16 @@ def test_peer_macs():
 
 
 def test_flatten_stats():
-    st = {"nodes": {"ip4-input": {"calls": 2, "packets": 300, "clocks": 9000}},
+    st = {"nodes": {"ip4-input": {"calls": 2, "packets": 300, "clocks": 9000},
+                    "port-input": {"calls": 50, "packets": 300, "clocks": 7000,
+                                   "idle_calls": 47}},
           "drops": {"ip4-input: bad checksum": 3, "ethernet-input: arp (no control plane)": 1},
           "drops_total": 4,
           "ports": [{"port": 1, "ifname": "dut1", "rx_packets": 0, "rx_bytes": 0,
                      "tx_packets": 296, "tx_bytes": 17760, "tx_dropped": 0}]}
     c = flatten_stats(st)
     assert c["vfwd_ip4_input_packets"] == 300 and c["vfwd_ip4_input_clocks"] == 9000
+    assert c["vfwd_port_input_idle_calls"] == 47 and c["vfwd_ip4_input_idle_calls"] == 0
     assert c["vfwd_drop_ip4_input_bad_checksum"] == 3
     assert c["vfwd_drop_ethernet_input_arp_no_control_plane"] == 1
     assert c["dut1_tx_packets"] == 296 and c["vfwd_drops_total"] == 4

@@ -332,7 +332,7 @@ def flatten_stats(st: dict[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
     for node, v in st.get("nodes", {}).items():
         key = node.replace("-", "_")
-        for f in ("calls", "packets", "clocks"):
+        for f in ("calls", "packets", "clocks", "idle_calls"):
             out[f"vfwd_{key}_{f}"] = int(v.get(f, 0))
     for reason, n in st.get("drops", {}).items():
         key = "".join(c if c.isalnum() else "_" for c in reason.lower()).strip("_")
@@ -569,7 +569,9 @@ class VfwdDut(DutDriver):
             "ports": self._ready.get("ports", []),
             "tsc_hz": self._ready.get("tsc_hz"),
             "config": self._config,
-            "runtime": runtime,
+            # the whole run's, once stopped (campaigns describe at the start,
+            # and keep each trial's per-node figures in its counters)
+            **({"runtime": runtime} if runtime else {}),
         }
 
 
