@@ -138,6 +138,16 @@ def final_stats(stdout: str) -> dict:
 
 
 @needs_vfwd
+def test_pg_fewer_packets_than_workers_ends(tmp_path):
+    """pg packets 1 over 2 workers: one sends it, the other has none to send;
+    both are done and vfwd exits (a worker with a zero share used to run
+    without a limit)."""
+    r = run_vfwd(tmp_path, "workers 2\ncpus 0\n" + PG.format(mv=256, n=1), timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert final_stats(r.stdout)["ports"][1]["tx_packets"] == 1
+
+
+@needs_vfwd
 def test_pg_stats_and_vector_sizes(tmp_path):
     out = {}
     for mv in (256, 1):

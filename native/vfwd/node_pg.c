@@ -40,6 +40,7 @@ typedef struct {
 	uint32_t len;                /* L2 bytes without FCS */
 	uint32_t src_lo, dst_lo;     /* low 32 bits of the first addresses */
 	uint64_t seq, limit, rng;
+	int limited;            /* packets was given: limit may be 0 (more workers than packets) */
 	uint32_t step, offset;       /* flows of this worker: offset + k * step */
 	struct vf_pg_cfg cfg;
 } pg_state_t;
@@ -63,7 +64,8 @@ static int pg_input_init(vf_worker_t *w, vf_node_rt_t *rt)
 	s->step = c->workers;
 	s->offset = w->id;
 	s->rng = g->seed * 0x9e3779b97f4a7c15ull + w->id + 1;
-	if (g->packets)
+	s->limited = g->packets != 0;
+	if (s->limited)
 		s->limit = g->packets / c->workers + (w->id < g->packets % c->workers);
 	uint8_t *p = s->tmpl;
 	static const uint8_t def_src[6] = { 0x02, 0xfb, 0, 0, 0, 0x01 };
@@ -157,7 +159,7 @@ static uint32_t pg_input_node_fn(vf_worker_t *w, vf_node_rt_t *rt, vf_frame_t *f
 	pg_state_t *s = rt->state;
 	uint32_t bi[VF_FRAME_SIZE];
 	uint32_t n = w->max_vector;
-	if (s->limit) {
+	if (s->limited) {
 		if (s->seq >= s->limit)
 			return 0;
 		if (s->seq + n > s->limit)
@@ -189,7 +191,7 @@ int vf_pg_done(vf_worker_t *w)
 {
 	vf_node_t *n = vf_node_by_name("pg-input");
 	pg_state_t *s = w->rt[n->index].state;
-	return !s || (s->limit && s->seq >= s->limit);
+	return !s || (s->limited && s->seq >= s->limit);
 }
 
 static const char *const pg_input_next_nodes[] = {

@@ -147,7 +147,10 @@ VF_INLINE uint16_t work_one(work_state_t *s, vf_buf_t *b, const uint8_t *ip)
 	const struct vf_work_cfg *c = &s->cfg;
 	uint32_t t[4];
 	memcpy(t, ip + 12, 8);                  /* src, dst */
-	memcpy(&t[2], ip + (ip[0] & 15u) * 4, 4); /* ports (l4 header start) */
+	uint32_t l4 = (ip[0] & 15u) * 4;
+	t[2] = 0;                               /* ports (l4 header start), if there */
+	if (vf_rd16(ip + 2) >= l4 + 4)          /* ip4-input checked the total length */
+		memcpy(&t[2], ip + l4, 4);
 	t[3] = ip[9];
 	uint32_t h = t[0] ^ t[1] ^ t[2] ^ t[3];
 	for (uint32_t i = 0; i < c->lookups; i++)
