@@ -341,6 +341,9 @@ def test_bench_script_smoke():
     assert r.returncode == 0, r.stderr
     assert "== ip4-1route" in r.stdout and "VPP 94" in r.stdout and "ip4-rewrite" in r.stdout
     assert "== l2-bridge" in r.stdout and "vector 1:" in r.stdout
+    # the vector-256-over-1 target is judged on the ip4 path only
+    ip4, l2 = r.stdout.split("== l2-bridge")
+    assert "target >= 2x: " in ip4 and "target >= 2x" not in l2
 
 
 class _HostExec:
