@@ -6,6 +6,7 @@ statistics, vector 256 vs 1, the control socket.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -331,6 +332,33 @@ def test_sigterm_prints_final_stats(tmp_path):
     assert p.returncode == 0, err
     st = json.loads(out)
     assert st["mode"] == "xconnect" and st["nodes"]["l2-xconnect"]["packets"] > 0
+
+
+@needs_vfwd
+def test_sigusr1_prints_stats_while_running(tmp_path):
+    """SIGUSR1 prints the statistics and vfwd goes on; the final ones at exit
+    count more."""
+    conf = tmp_path / "v.conf"
+    conf.write_text(PG.format(mv=256, n=0).replace("mode router", "mode xconnect")
+                    + "xconnect 0 1\n")
+    p = subprocess.Popen([str(VFWD), "-c", str(conf)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().startswith('{"event": "ready"')
+    time.sleep(0.2)
+    p.send_signal(signal.SIGUSR1)
+    time.sleep(0.3)
+    assert p.poll() is None, "SIGUSR1 stopped vfwd"
+    p.terminate()
+    out, err = p.communicate(timeout=10)
+    assert p.returncode == 0, err
+    dec, docs, i = json.JSONDecoder(), [], out.find("{")
+    while i >= 0:
+        doc, end = dec.raw_decode(out, i)
+        docs.append(doc)
+        i = out.find("{", end)
+    assert len(docs) == 2 and all(d["mode"] == "xconnect" for d in docs)
+    first, final = (d["nodes"]["l2-xconnect"]["packets"] for d in docs)
+    assert 0 < first < final
 
 
 @needs_vfwd

@@ -315,10 +315,14 @@ def test_two_workers_rss(driver, lab, request):
     one-queue port, PACKET_FANOUT spreading them."""
     from scapy.all import IP, Ether
     ml = request.getfixturevalue(lab)
-    d = VfwdDut({"mode": "router", "workers": 2, "driver": driver})
+    d = VfwdDut({"mode": "router", "workers": 2, "driver": driver, "cpus": [0, 1]})
     d.check()
     d.setup(ml)
     try:
+        pid = d._proc.pid      # the main thread on cpus[0], worker i on cpus[i]
+        workers = sorted(sorted(os.sched_getaffinity(int(t)))
+                         for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+        assert workers == [[0], [1]] and os.sched_getaffinity(pid) == {0}
         frames = [udp4(f"198.18.128.{1 + i}", f"198.19.128.{1 + i}", sport=1000 + i, n=i)
                   for i in range(200)]
         got = wire(ml, [("tg0", frames)], wait=1.5)
@@ -411,6 +415,8 @@ def test_fwdgen_trial_through_vfwd(real_lab, params, mode, prio):
                 for t in os.listdir(f"/proc/{d._proc.pid}/task")
                 if os.sched_getscheduler(int(t)) == os.SCHED_FIFO]
         assert [p for _t, p in fifo] == [prio], fifo      # the one worker, nothing else
+        tasks = os.listdir(f"/proc/{d._proc.pid}/task")
+        assert all(os.sched_getaffinity(int(t)) == {real_lab.dut_cpu} for t in tasks), tasks
         macs = d.peer_macs(real_lab)
         p0, p1 = real_lab.ports[0], real_lab.ports[1]
         spec = {"ports": [{"ifname": p.tg.ifname, "mac": p.tg.mac, "peer_mac": macs[p.tg.ifname],
