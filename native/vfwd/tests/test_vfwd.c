@@ -287,9 +287,12 @@ static int udp4_csum_valid(const uint8_t *ip)
 
 static void test_ip4_bursts(void)
 {
-	const char *confs[] = { ROUTER_CONF("256"), ROUTER_CONF("1") };
-	for (int c = 0; c < 2; c++) {
+	/* the same frames out whatever the vector size, prefetch on or off */
+	const char *confs[] = { ROUTER_CONF("256"), ROUTER_CONF("1"),
+				ROUTER_CONF("256") "prefetch off\n" };
+	for (int c = 0; c < 3; c++) {
 		CHECK(setup(confs[c]) == 0, "setup");
+		CHECK(!W->prefetch == (c == 2), "prefetch %d in conf %d", W->prefetch, c);
 		uint32_t bursts[] = { 257, 2 };
 		for (int b = 0; b < 2; b++) {
 			uint8_t pkt[128];
