@@ -374,6 +374,21 @@ def test_bench_script_smoke():
     assert "target >= 2x: " in ip4 and "target >= 2x" not in l2
 
 
+@needs_vfwd
+def test_bench_callgrind_counts_instructions():
+    """--callgrind: instructions per packet per node from callgrind_annotate
+    (deterministic; 177 on the ip4 path when written)."""
+    import re
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "vfwd_nodes.py"), "--runs", "1",
+                        "--packets", "20000", "--only", "ip4-1route", "--callgrind",
+                        "--cg-packets", "4096"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"instructions/packet on the path \(callgrind, vector 256\): ([\d.]+)", r.stdout)
+    assert m and 100 < float(m.group(1)) < 400, r.stdout
+    rows = {ln.split()[0]: ln.split() for ln in r.stdout.splitlines() if ln.startswith("   ip4-")}
+    assert all(float(rows[n][-1]) > 5 for n in ("ip4-input", "ip4-lookup", "ip4-rewrite")), rows
+
+
 class _HostExec:
     """Runs commands in this namespace (enough for a setup that must fail)."""
 
