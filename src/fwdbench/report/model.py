@@ -25,6 +25,7 @@ from ..store import ResultsStore, is_store_url, open_store
 from ..trial import TrialResult
 from . import analysis_bridge as ab
 from .numbers import FCS_B, Estimate, estimate
+from .runtime import RuntimePoint, scenario_runtime
 
 PDR_GOAL = "pdr@0.005"             # PASTRAMI / CSIT PDR
 NU_WARN = 0.05                     # normalised uncertainty above this is flagged
@@ -177,6 +178,7 @@ class ScenarioReport:
     pastrami: Pastrami = field(default_factory=lambda: Pastrami("n/a", "no load-loss curve"))
     latency: list[LatencyPoint] = field(default_factory=list)
     meters: list[MeterPoint] = field(default_factory=list)
+    runtime: list[RuntimePoint] = field(default_factory=list)   # vfwd's per-node runtime
     thesis: ThesisRow | None = None
     repetitions: list[int] = field(default_factory=list)
     trials: int = 0                 # measured trials (search + latency)
@@ -303,6 +305,10 @@ class ReportModel:
     def cpu_any(self) -> bool:
         return any(m.dut_cpu_util is not None or m.cycles_per_packet is not None
                    for s in self.scenarios for m in s.meters)
+
+    @property
+    def runtime_any(self) -> bool:
+        return any(s.runtime for s in self.scenarios)
 
     @property
     def latency_any(self) -> bool:
@@ -734,6 +740,7 @@ def _fill_scenario(s: ScenarioReport, trials: list[tuple[dict, TrialResult]],
 
     s.latency = _latency_points(s, measured)
     s.meters = _meter_points(measured)
+    s.runtime = scenario_runtime(measured, s.describe, goal_loss_ratio(PDR_GOAL) or 0.0)
     s.thesis = _thesis_row(s, measured)
 
 
