@@ -318,8 +318,8 @@ def test_control_socket(tmp_path):
             p.wait()
 
 
-@needs_vfwd
-def test_sigterm_prints_final_stats(tmp_path):
+def start_endless_xconnect(tmp_path) -> subprocess.Popen:
+    """vfwd in pg xconnect mode without a packet limit, once it is ready."""
     conf = tmp_path / "v.conf"
     conf.write_text(PG.format(mv=256, n=0).replace("mode router", "mode xconnect")
                     + "xconnect 0 1\n")
@@ -327,6 +327,12 @@ def test_sigterm_prints_final_stats(tmp_path):
                          stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline().startswith('{"event": "ready"')
     time.sleep(0.2)
+    return p
+
+
+@needs_vfwd
+def test_sigterm_prints_final_stats(tmp_path):
+    p = start_endless_xconnect(tmp_path)
     p.terminate()
     out, err = p.communicate(timeout=10)
     assert p.returncode == 0, err
@@ -338,13 +344,7 @@ def test_sigterm_prints_final_stats(tmp_path):
 def test_sigusr1_prints_stats_while_running(tmp_path):
     """SIGUSR1 prints the statistics and vfwd goes on; the final ones at exit
     count more."""
-    conf = tmp_path / "v.conf"
-    conf.write_text(PG.format(mv=256, n=0).replace("mode router", "mode xconnect")
-                    + "xconnect 0 1\n")
-    p = subprocess.Popen([str(VFWD), "-c", str(conf)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    assert p.stdout.readline().startswith('{"event": "ready"')
-    time.sleep(0.2)
+    p = start_endless_xconnect(tmp_path)
     p.send_signal(signal.SIGUSR1)
     time.sleep(0.3)
     assert p.poll() is None, "SIGUSR1 stopped vfwd"
