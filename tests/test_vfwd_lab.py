@@ -223,6 +223,28 @@ def test_router_ip4_on_the_wire(dut, mlab, driver):
     assert c["vfwd_port_input_clocks"] > 0
 
 
+def test_auto_falls_back_to_afpacket_where_af_xdp_cannot_attach(dut, mlab):
+    """driver auto: dut0 already has an XDP program of someone else's (native,
+    attached the legacy way), so vfwd's AF_XDP socket cannot bind there and
+    that port runs on AF_PACKET (the foreign program passes the frames to the
+    stack); dut1 keeps AF_XDP. Forwarding works across the two."""
+    from scapy.all import IP, Ether
+    prog = vfwd_binary().parent / "bpf" / "fwdgen_rx.bpf.o"   # XDP_PASS for unsigned frames
+    assert prog.exists(), f"{prog} not built (make -C native)"
+    mlab.dut_exec.run(["ip", "link", "set", "dev", "dut0", "xdpdrv", "obj", str(prog),
+                       "sec", "xdp"])
+    try:
+        d = dut(mode="router", driver="auto")
+        assert [p["driver"] for p in d._ready["ports"]] == ["afpacket", "xdp"]
+        frames = [udp4("198.18.128.1", f"198.19.128.{1 + i}", n=i) for i in range(50)]
+        got = wire(mlab, [("tg0", frames)], wait=1.5)
+        assert len(got["tg1"]) == 50
+        assert all(Ether(f)[IP].ttl == 63 for f in got["tg1"])
+        d.teardown()
+    finally:
+        mlab.dut_exec.run(["ip", "link", "set", "dev", "dut0", "xdpdrv", "off"])
+
+
 def test_router_drops_malformed(dut, mlab):
     d = dut(mode="router")
     before = d.counters()
