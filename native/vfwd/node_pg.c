@@ -40,7 +40,7 @@ typedef struct {
 	uint32_t len;                /* L2 bytes without FCS */
 	uint32_t src_lo, dst_lo;     /* low 32 bits of the first addresses */
 	uint64_t seq, limit, rng;
-	int limited;            /* packets was given: limit may be 0 (more workers than packets) */
+	int limited;                 /* packets given: limit may be 0 (more workers than packets) */
 	uint32_t step, offset;       /* flows of this worker: offset + k * step */
 	struct vf_pg_cfg cfg;
 } pg_state_t;
