@@ -204,3 +204,4 @@ def test_every_vfwd_mode_forwards_in_a_campaign():
         # each trial's per-node figures: vectors per busy call of the input node
         calls = r.dut_counters["vfwd_port_input_calls"] - r.dut_counters["vfwd_port_input_idle_calls"]
         assert 0 < calls <= r.dut_counters["vfwd_port_input_packets"], mode
+        assert ("vfwd_bridge_flooded" in r.dut_counters) == (mode == "bridge"), mode

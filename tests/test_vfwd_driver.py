@@ -105,6 +105,7 @@ def test_flatten_stats():
                                    "idle_calls": 47}},
           "drops": {"ip4-input: bad checksum": 3, "ethernet-input: arp (no control plane)": 1},
           "drops_total": 4,
+          "bridge": {"entries": 2, "learnt": 18, "flooded": 19, "aged": 16},
           "ports": [{"port": 1, "ifname": "dut1", "rx_packets": 0, "rx_bytes": 0,
                      "tx_packets": 296, "tx_bytes": 17760, "tx_dropped": 0}]}
     c = flatten_stats(st)
@@ -113,6 +114,8 @@ def test_flatten_stats():
     assert c["vfwd_drop_ip4_input_bad_checksum"] == 3
     assert c["vfwd_drop_ethernet_input_arp_no_control_plane"] == 1
     assert c["dut1_tx_packets"] == 296 and c["vfwd_drops_total"] == 4
+    assert c["vfwd_bridge_learnt"] == 18 and c["vfwd_bridge_aged"] == 16
+    assert "vfwd_bridge_entries" not in c
 
 
 # ---- the binary in pg mode (no root) -----------------------------------------

@@ -393,3 +393,21 @@ uint32_t vf_l2_bridge_entries(vf_worker_t *w)
 	l2_bridge_state_t *s = w->rt[n->index].state;
 	return s ? s->n : 0;
 }
+
+/* Worker w's MAC table counters, in the order of vfwd.h's VF_L2_STATS
+ * names; all 0 when the bridge does not run. */
+void vf_l2_bridge_stats(vf_worker_t *w, uint64_t out[VF_L2_N_STATS])
+{
+	vf_node_t *n = vf_node_by_name("l2-bridge");
+	l2_bridge_state_t *s = w->rt[n->index].state;
+	uint64_t v[VF_L2_N_STATS] = { 0 };
+	if (s) {
+		v[0] = s->n;
+		v[1] = s->learnt;
+		v[2] = s->moved;
+		v[3] = s->flooded;
+		v[4] = s->table_full;
+		v[5] = s->aged;
+	}
+	memcpy(out, v, sizeof(v));
+}

@@ -430,8 +430,22 @@ void vf_stats_json(FILE *out, vf_worker_t *const *ws, uint32_t n, double tsc_hz,
 			(unsigned long long)v);
 		first = 0;
 	}
-	fprintf(out, "\n  },\n  \"drops_total\": %llu,\n  \"workers_detail\": [",
-		(unsigned long long)total);
+	fprintf(out, "\n  },\n  \"drops_total\": %llu,", (unsigned long long)total);
+	if (c->mode == VF_MODE_BRIDGE) {
+		static const char *const names[VF_L2_N_STATS] = VF_L2_STATS;
+		uint64_t sum[VF_L2_N_STATS] = { 0 }, v[VF_L2_N_STATS];
+		for (uint32_t k = 0; k < n; k++) {
+			vf_l2_bridge_stats(ws[k], v);
+			for (int j = 0; j < VF_L2_N_STATS; j++)
+				sum[j] += v[j];
+		}
+		fprintf(out, "\n  \"bridge\": {");
+		for (int j = 0; j < VF_L2_N_STATS; j++)
+			fprintf(out, "%s\"%s\": %llu", j ? ", " : "", names[j],
+				(unsigned long long)sum[j]);
+		fprintf(out, "},");
+	}
+	fprintf(out, "\n  \"workers_detail\": [");
 	for (uint32_t k = 0; k < n; k++) {
 		fprintf(out, "%s\n   {\"worker\": %u, \"loops\": %llu, \"buffers_free\": %u, "
 			"\"buffers\": %u, \"nodes\": {", k ? "," : "", ws[k]->id,

@@ -339,6 +339,11 @@ typedef struct vf_worker {
 int vf_worker_init(vf_worker_t *w, uint32_t id, const struct vf_config *c, uint32_t n_bufs,
 		   uint32_t stride);
 void vf_worker_fini(vf_worker_t *w);
+/* l2-bridge's MAC table (VPP's show l2fib in small): entries now, then
+ * counters since start. */
+#define VF_L2_N_STATS 6
+#define VF_L2_STATS { "entries", "learnt", "moved", "flooded", "table_full", "aged" }
+void vf_l2_bridge_stats(vf_worker_t *w, uint64_t out[VF_L2_N_STATS]);
 /* One pass: every input node, then every pending frame. Returns packets
  * the input nodes produced. */
 uint32_t vf_worker_run_once(vf_worker_t *w);

@@ -551,6 +551,12 @@ static void test_bridge_aging_frees_room(void)
 	run();
 	CHECK(captured(1) == 1 && captured(2) == 0, "N learnt %u %u", captured(1), captured(2));
 	cap_clear();
+	uint64_t st[VF_L2_N_STATS];              /* entries learnt moved flooded full aged */
+	vf_l2_bridge_stats(W, st);
+	CHECK(st[0] == 2 && st[1] == 18 && st[2] == 0 && st[3] == 19 && st[4] == 1 && st[5] == 16,
+	      "stats %llu %llu %llu %llu %llu %llu", (unsigned long long)st[0],
+	      (unsigned long long)st[1], (unsigned long long)st[2], (unsigned long long)st[3],
+	      (unsigned long long)st[4], (unsigned long long)st[5]);
 	teardown();
 }
 

@@ -340,6 +340,10 @@ def flatten_stats(st: dict[str, Any]) -> dict[str, int]:
             key = key.replace("__", "_")
         out[f"vfwd_drop_{key}"] = int(n)
     out["vfwd_drops_total"] = int(st.get("drops_total", 0))
+    # the MAC table's counters (bridge mode); "entries" is a level, not a count
+    for k, v in st.get("bridge", {}).items():
+        if k != "entries":
+            out[f"vfwd_bridge_{k}"] = int(v)
     for p in st.get("ports", []):
         name = p.get("ifname") or f"port{p.get('port')}"
         for f in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_dropped"):
