@@ -399,15 +399,14 @@ uint32_t vf_l2_bridge_entries(vf_worker_t *w)
 void vf_l2_bridge_stats(vf_worker_t *w, uint64_t out[VF_L2_N_STATS])
 {
 	vf_node_t *n = vf_node_by_name("l2-bridge");
-	l2_bridge_state_t *s = w->rt[n->index].state;
-	uint64_t v[VF_L2_N_STATS] = { 0 };
-	if (s) {
-		v[0] = s->n;
-		v[1] = s->learnt;
-		v[2] = s->moved;
-		v[3] = s->flooded;
-		v[4] = s->table_full;
-		v[5] = s->aged;
-	}
-	memcpy(out, v, sizeof(v));
+	const l2_bridge_state_t *s = w->rt[n->index].state;
+	memset(out, 0, VF_L2_N_STATS * sizeof(out[0]));
+	if (!s)
+		return;
+	out[0] = s->n;
+	out[1] = s->learnt;
+	out[2] = s->moved;
+	out[3] = s->flooded;
+	out[4] = s->table_full;
+	out[5] = s->aged;
 }

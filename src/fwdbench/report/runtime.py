@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 INPUT_NODES = ("port-input", "pg-input")
+# graph order as far as the names tell: input first, output and drop last
+_ORDER = {"port-input": 0, "ethernet-input": 1, "port-output": 8, "drop": 9}
 _KEY = re.compile(r"vfwd_(.+?)_(idle_calls|calls|packets|clocks)")
 
 
@@ -61,11 +63,9 @@ def runtime_point(load_pps: float, loss_ratio: float, counters: dict[str, Any],
         if not pk:
             continue            # a node of another mode: not on this graph's path
         busy = c.get("calls", 0) - c.get("idle_calls", 0)
-        rows.append(RuntimeNode(name, pk, c.get("clocks", 0) / pk if pk else None,
-                                pk / busy if busy > 0 and pk else None))
-    # in graph order as far as the names tell: input first, output and drop last
-    order = {"port-input": 0, "ethernet-input": 1, "port-output": 8, "drop": 9}
-    rows.sort(key=lambda r: (order.get(r.node, 5), r.node))
+        rows.append(RuntimeNode(name, pk, c.get("clocks", 0) / pk,
+                                pk / busy if busy > 0 else None))
+    rows.sort(key=lambda r: (_ORDER.get(r.node, 5), r.node))
     path = sum(nodes[n].get("clocks", 0) for n in nodes if n not in INPUT_NODES) / received
     return RuntimePoint(load_pps, loss_ratio, rows, path,
                         1e9 / tsc_hz if tsc_hz else None)
