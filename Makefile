@@ -5,7 +5,7 @@
 PYTHON      ?= /usr/bin/python3
 VENV        := .venv
 STAMP       := .stamp
-APT_PACKAGES := build-essential clang llvm libbpf-dev libxdp-dev libelf-dev zlib1g-dev \
+APT_PACKAGES := build-essential clang libclang-rt-dev llvm libbpf-dev libxdp-dev libelf-dev zlib1g-dev \
                 pkg-config libjansson-dev bpftool iproute2 nftables ethtool tcpdump python3-venv python3-dev \
                 valgrind linux-perf chromium dpdk-dev librte-net-af-xdp23 librte-net-af-packet23 postgresql
 
