@@ -91,9 +91,17 @@ def test_switching_between_cpumap_and_napi():
             lab.set_dut_ingress("ring")
 
 
+def _stolen(r) -> bool:
+    steal = ((r.meters.get("cpu") or {}).get("dut") or {}).get("steal")
+    return bool(steal and steal > 0.02)
+
+
 def _one_trial_each(duts, qsize, keep):
     """One 20 kpps trial through each DUT with testbed.dut_rx_queue = ``qsize``;
-    {dut name: keep(lab, scenario describe, result)} taken while the DUT is up."""
+    {dut name: keep(lab, scenario describe, result)} taken while the DUT is up.
+    A trial that lost frames while the CPU meter saw the hypervisor steal
+    more than 2 % of the DUT CPU (the trial's own "less reliable" flag; CI
+    once lost 14 of 20000 frames so) is run once more, and that one counts."""
     from fwdbench.testbeds import NetnsTestbed
 
     c = build_campaign({
@@ -109,6 +117,8 @@ def _one_trial_each(duts, qsize, keep):
         for sc in c.scenarios:
             with tb.scenario(sc) as (execute, describe):
                 r = execute(20_000, 1.0, 0, False)
+                if r.lost and _stolen(r):
+                    r = execute(20_000, 1.0, 1, False)
                 seen[sc.dut.name] = keep(tb.lab, describe, r)
     return seen
 
