@@ -49,26 +49,30 @@ _Static_assert(sizeof(struct fg_tx_state) == 64, "fg_tx_state: one cache line");
 /* Program runs the kernel makes before it flushes the frames to the port
  * (at most TEST_XDP_MAX_BATCH = 256); the call's page pool holds as many
  * pages. The receiving veth's NAPI is kicked at each flush; its ring holds
- * 256 frames, so a user-paced burst of 256 overflows it when it catches up
- * after the thread was preempted (measured: ~0.3% loss at 10-100 kpps on a
- * busy 2-core VM): bursts use 64. As-fast-as-possible streams use 256:
+ * 256 frames, so a user-paced burst flushed every 256 overflows it when it
+ * catches up after the thread was preempted (measured: ~0.3% loss at
+ * 10-100 kpps on a busy 2-core VM). As-fast-as-possible streams use 256:
  * each flush wakes the peer's NAPI (measured: __napi_schedule + irqrestore
- * were 12% of the TX CPU with 64). Kernel-paced runs are mostly not-due
- * drops (64 of them take ~5 us): with 64 the DUT was woken every few us,
- * and frames returned from the DUT's CPU overflowed the 64-page pool into
- * the page allocator (perf at 1.5 Mpps: __free_frozen_pages 11% of vfwd's
- * CPU, page init 12% of the generator's). Measured 2026-11-23, lab on
- * veth's ring, 3 interleaved rounds, batch 64 / 128 / 256: DUT CPU busy at
- * 0.1 Mpps vfwd 73 / 66 / 47 %, Linux router 60 / 47 / 35 %; forwarded at
- * 1.2 Mpps offered (median, Mpps) vfwd 0.617 / 0.696 / 0.725, Linux 0.711 /
- * 0.775 / 0.893, testpmd 0.480 / 0.596 / 0.679. But 256 at 1 Mpps on a veth
- * loop lost 11-49 of 3 M frames in 10 of 13 runs (a catch-up fills the ring
- * within one flush), 128 none in 5 of 5: kernel-paced streams use 256 below
- * 0.5 Mpps (groups of 50 us), 128 from there. */
-#define XDP_LIVE_BATCH 64
+ * were 12% of the TX CPU with 64). Paced streams used 64 until 2026-11-23;
+ * that woke the DUT every few us (kernel-paced runs are mostly not-due
+ * drops, 64 take ~5 us), and frames freed away from the pool's context
+ * overflowed the 64-page pool into the page allocator (perf at 1.5 Mpps on
+ * veth's ring: __free_frozen_pages 11% of vfwd's CPU, page init 12% of the
+ * generator's). Measured 2026-11-23, 3 interleaved rounds each:
+ * - kernel-paced, veth's ring, batch 64 / 128 / 256: DUT CPU busy at 0.1
+ *   Mpps vfwd 73 / 66 / 47 %, Linux router 60 / 47 / 35 %; forwarded at
+ *   1.2 Mpps offered (median, Mpps) vfwd 0.617 / 0.696 / 0.725, Linux
+ *   0.711 / 0.775 / 0.893, testpmd 0.480 / 0.596 / 0.679. But 256 at 1 Mpps
+ *   on a veth loop lost 11-49 of 3 M frames in 10 of 13 runs (a catch-up
+ *   fills the ring within one flush), 128 none in 5 of 5;
+ * - user-paced 1 ms bursts behind the lab's DUT ingress, 64 / 128: at 1.2
+ *   Mpps offered vfwd 0.836 / 0.940, Linux 0.800 / 0.923, testpmd 0.743 /
+ *   1.186, no more loss at 0.2 and 0.6 Mpps.
+ * So paced streams flush every 128 runs, kernel-paced ones below 0.5 Mpps
+ * (groups of 50 us of traffic, a few frames per flush) every 256. */
+#define XDP_LIVE_BATCH 128
 #define XDP_LIVE_BATCH_MAX 256
 #define XDP_LIVE_BATCH_PAIR 16
-#define XDP_KPACE_BATCH 128
 #define XDP_KPACE_FULL_BATCH_PPS 5e5
 
 static size_t page_round(size_t n)
@@ -259,7 +263,7 @@ static int xdp_tx_kpace_start(struct fg_stream_rt *s, uint64_t tb_ns, uint64_t t
 	x->st->pace_stop_ps = (stop_ns - tb_ns) * 1000;
 	x->st->pace_limit = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
 	x->st->pace_burst = FG_CATCHUP_BURST;
-	x->batch = s->rate < XDP_KPACE_FULL_BATCH_PPS ? XDP_LIVE_BATCH_MAX : XDP_KPACE_BATCH;
+	x->batch = s->rate < XDP_KPACE_FULL_BATCH_PPS ? XDP_LIVE_BATCH_MAX : XDP_LIVE_BATCH;
 	if (!x->runs_per_ns)
 		x->runs_per_ns = 0.01; /* a first guess: 100 ns per run */
 	x->st->pace_gap_ps = (uint64_t)(1e12 / s->rate + 0.5); /* last: arms it */
