@@ -31,6 +31,8 @@ USER_HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
+# steal share of the CPUs' time above which a trial's figures get a warning
+STEAL_WARN_SHARE = 0.02
 
 
 @dataclass(frozen=True)
@@ -320,7 +322,7 @@ class CpuAccounting:
         per_cpu = {str(c): {k: round(v, 5) for k, v in cpu_shares(deltas[c]).items()}
                    for c in sorted(set(self.dut_cpus) | set(self.gen_cpus))}
         notes = list(self.notes)
-        if dut["steal"] and dut["steal"] > 0.02:
+        if dut["steal"] and dut["steal"] > STEAL_WARN_SHARE:
             notes.append(f"steal time {dut['steal']:.1%} on the DUT CPUs: the hypervisor ran "
                          "other guests there; throughput and energy figures are less reliable")
         cpp, basis = self._cycles_per_packet(dut["busy_s"], packets)

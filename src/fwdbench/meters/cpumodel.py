@@ -27,7 +27,8 @@ import time
 from typing import Any, Iterable
 
 from .base import Meter, MeterError, MeterReading, PeriodicSampler, sig
-from .cpu import CpuTimes, _fmt_cpus, check_cpus, cpu_shares, parse_cpu_list, read_proc_stat
+from .cpu import (STEAL_WARN_SHARE, CpuTimes, _fmt_cpus, check_cpus, cpu_shares, parse_cpu_list,
+                  read_proc_stat)
 
 DEFAULT_IDLE_WATTS = 0.0             # [W]
 DEFAULT_WATTS_PER_BUSY_CORE = 10.0   # [W] per fully busy core
@@ -115,7 +116,7 @@ class CpuModelMeter(Meter):
         bc, steal = busy_cores(self._s0, s1, self.cpus)
         watts = model_watts(bc, self.idle_watts, self.watts_per_busy_core)
         notes = ["modelled from busy CPU time, not measured"]
-        if steal > 0.02:
+        if steal > STEAL_WARN_SHARE:
             notes.append(f"steal time {steal:.1%}: the hypervisor ran other guests on these CPUs; "
                          "busy time (and so the model) misses that share")
         samples = []
