@@ -166,6 +166,10 @@ def test_pg_stats_and_vector_sizes(tmp_path):
             assert nodes[n]["clocks"] > 0
         assert st["ports"][1]["tx_packets"] == 257 * 40
         assert st["drops_total"] == 0
+        # the worker's busy clocks time whole passes: every node call runs
+        # inside one, so they are at least the nodes' clocks together
+        w = st["workers_detail"][0]
+        assert w["busy_clocks"] >= sum(v["clocks"] for v in w["nodes"].values()) > 0
         out[mv] = nodes["ip4-input"]["vectors_per_call"]
     assert out[1] == 1.0 and out[256] > 200
 
@@ -366,12 +370,16 @@ def test_sigusr1_prints_stats_while_running(tmp_path):
 
 @needs_vfwd
 def test_bench_script_smoke():
+    import re
     r = subprocess.run([sys.executable, str(ROOT / "bench" / "vfwd_nodes.py"), "--runs", "1",
                         "--packets", "20000", "--only", "ip4-1route", "--only", "l2-bridge"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "== ip4-1route" in r.stdout and "VPP 94" in r.stdout and "ip4-rewrite" in r.stdout
     assert "== l2-bridge" in r.stdout and "vector 1:" in r.stdout
+    m = re.search(r"whole loop with pg-input \(measured.*\): ([\d.]+) \(vector 256\), "
+                  r"([\d.]+) \(vector 1\)", r.stdout)
+    assert m and float(m.group(1)) > float(m.group(2)) > 0, r.stdout
     # the vector-256-over-1 target is judged on the ip4 path only
     ip4, l2 = r.stdout.split("== l2-bridge")
     assert "target >= 2x: " in ip4 and "target >= 2x" not in l2

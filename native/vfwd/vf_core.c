@@ -294,6 +294,7 @@ static inline uint32_t run_node(vf_worker_t *w, vf_node_rt_t *rt, vf_frame_t *f)
 uint32_t vf_worker_run_once(vf_worker_t *w)
 {
 	uint32_t produced = 0;
+	uint64_t t0 = vf_clock();
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	w->now_s = (uint32_t)ts.tv_sec + w->now_offset;
@@ -309,6 +310,8 @@ uint32_t vf_worker_run_once(vf_worker_t *w)
 		frame_release(w, f);
 	}
 	w->loops++;
+	if (produced)
+		w->busy_clocks += vf_clock() - t0;
 	return produced;
 }
 
@@ -447,9 +450,10 @@ void vf_stats_json(FILE *out, vf_worker_t *const *ws, uint32_t n, double tsc_hz,
 	}
 	fprintf(out, "\n  \"workers_detail\": [");
 	for (uint32_t k = 0; k < n; k++) {
-		fprintf(out, "%s\n   {\"worker\": %u, \"loops\": %llu, \"buffers_free\": %u, "
-			"\"buffers\": %u, \"nodes\": {", k ? "," : "", ws[k]->id,
-			(unsigned long long)ws[k]->loops, ws[k]->pool.n_free, ws[k]->pool.n);
+		fprintf(out, "%s\n   {\"worker\": %u, \"loops\": %llu, \"busy_clocks\": %llu, "
+			"\"buffers_free\": %u, \"buffers\": %u, \"nodes\": {", k ? "," : "",
+			ws[k]->id, (unsigned long long)ws[k]->loops,
+			(unsigned long long)ws[k]->busy_clocks, ws[k]->pool.n_free, ws[k]->pool.n);
 		first = 1;
 		for (uint32_t i = 0; i < vf_n_nodes; i++) {
 			const vf_node_rt_t *r = &ws[k]->rt[i];

@@ -333,6 +333,8 @@ typedef struct vf_worker {
 	uint32_t now_s;                     /* coarse monotonic seconds (bridge aging) */
 	uint32_t now_offset;                /* added to now_s (tests move time forward) */
 	uint64_t loops;
+	uint64_t busy_clocks;               /* TSC in passes that brought packets in:
+					     * the whole loop, nodes and dispatch */
 	uint64_t pg_sent;                   /* pg-input packets generated */
 } VF_ALIGNED vf_worker_t;
 
