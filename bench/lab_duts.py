@@ -27,11 +27,14 @@ drift of the shared host's speed hits all peers alike.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from scipy.stats import t as scipy_t  # noqa: E402
 
 from fwdbench.campaign import build_campaign  # noqa: E402
 from fwdbench.testbeds import NetnsTestbed  # noqa: E402
@@ -143,6 +146,25 @@ def print_target(fwd: dict[str, list[float]]) -> None:
         print(f"  {label:30s} / best of {len(peers)} peers, per round: median "
               f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}], "
               f">= 1 in {sum(r >= 1 for r in ratios)} of {len(ratios)} rounds (target: >= 1)")
+        ci = ratio_ci(ratios)
+        if ci:
+            gm, lo, hi = ci
+            verdict = ("vfwd ahead" if lo > 1 else "vfwd behind" if hi < 1 else
+                       "this run cannot tell vfwd from the best peer")
+            print(f"  {'':30s}   geometric mean {gm:.2f}, 95 % CI [{lo:.2f}-{hi:.2f}] "
+                  f"(paired t on log ratios, {len(ratios)} rounds): {verdict}")
+
+
+def ratio_ci(ratios: list[float]) -> tuple[float, float, float] | None:
+    """Geometric mean of paired ratios and its 95 % CI (Student's t on the
+    logs), or None below 2 rounds: the ratio's drift between rounds on this
+    host decides whether a run can rank two data planes at all."""
+    if len(ratios) < 2 or min(ratios) <= 0:
+        return None
+    logs = [math.log(r) for r in ratios]
+    m, s = statistics.fmean(logs), statistics.stdev(logs)
+    half = scipy_t.ppf(0.975, len(logs) - 1) * s / math.sqrt(len(logs))
+    return math.exp(m), math.exp(m - half), math.exp(m + half)
 
 
 if __name__ == "__main__":

@@ -38,3 +38,28 @@ def test_target_pairs_like_ingress_with_like(capsys):
 def test_target_is_silent_without_peers(capsys):
     load_bench().print_target({"vfwd router (AF_XDP)": [0.5], "xdp router": [1.5]})
     assert capsys.readouterr().out == ""
+
+
+def test_target_verdict_from_a_ci_of_the_paired_ratios(capsys):
+    peer = [1.0, 1.0, 1.0, 1.0]
+    bench = load_bench()
+    bench.print_target({"linux router (veth ring)": peer,
+                        "vfwd router (veth ring)": [0.9, 1.1, 1.0, 1.05]})
+    out = capsys.readouterr().out
+    assert "paired t on log ratios, 4 rounds" in out and "cannot tell" in out
+    bench.print_target({"linux router (veth ring)": peer,
+                        "vfwd router (veth ring)": [1.2, 1.3, 1.25, 1.22]})
+    assert "vfwd ahead" in capsys.readouterr().out
+    bench.print_target({"linux router (veth ring)": peer,
+                        "vfwd router (veth ring)": [0.7, 0.75, 0.8, 0.72]})
+    assert "vfwd behind" in capsys.readouterr().out
+
+
+def test_ratio_ci_is_a_t_interval_of_the_logs():
+    import math
+    gm, lo, hi = load_bench().ratio_ci([0.5, 2.0])
+    # logs -ln2, +ln2: mean 0, s = ln2 * sqrt(2), t(0.975, 1) = 12.706
+    half = 12.706 * math.log(2) * math.sqrt(2) / math.sqrt(2)
+    assert math.isclose(gm, 1.0) and math.isclose(hi, math.exp(half), rel_tol=1e-3)
+    assert math.isclose(lo * hi, 1.0)
+    assert load_bench().ratio_ci([1.1]) is None
