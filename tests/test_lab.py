@@ -225,8 +225,12 @@ def test_unavailable_cpu_is_refused():
 
 
 CHILD = r"""
-import json, sys, time
+import json, signal, sys, time
 from fwdbench.lab import Lab, LabConfig
+# as a shell starts a command: a parent that ignores SIGHUP (nohup) would
+# pass that on, and the lab rightly leaves an ignored signal alone
+for s in (signal.SIGHUP, signal.SIGTERM):
+    signal.signal(s, signal.SIG_DFL)
 lab = Lab.up(LabConfig(gen_cpu=int(sys.argv[1]), dut_cpu=int(sys.argv[2])))
 p = lab.tg_exec.popen(["sleep", "300"])
 napi = [n["pid"] for t in lab.tuning for n in t.napi]
