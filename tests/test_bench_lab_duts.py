@@ -63,3 +63,15 @@ def test_ratio_ci_is_a_t_interval_of_the_logs():
     assert math.isclose(gm, 1.0) and math.isclose(hi, math.exp(half), rel_tol=1e-3)
     assert math.isclose(lo * hi, 1.0)
     assert load_bench().ratio_ci([1.1]) is None
+
+
+def test_target_says_when_the_generator_set_vfwds_peak(capsys):
+    fwd = {"testpmd mac (net_af_xdp)": [1.0, 1.0, 1.0],
+           "vfwd router (AF_XDP)": [0.6, 0.7, 1.1]}
+    bench = load_bench()
+    bench.print_target(fwd, {"vfwd router (AF_XDP)": [True, True, False],
+                             "testpmd mac (net_af_xdp)": [True, True, True]})
+    out = capsys.readouterr().out
+    assert "the generator, not vfwd, was the limit at vfwd's peak in 2 of 3 rounds" in out
+    bench.print_target(fwd, {"vfwd router (AF_XDP)": [False, False, False]})
+    assert "the generator, not vfwd" not in capsys.readouterr().out
