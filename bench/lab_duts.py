@@ -34,8 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from scipy.stats import t as scipy_t  # noqa: E402
-
+from fwdbench.analysis.stats import summarize  # noqa: E402
 from fwdbench.campaign import build_campaign  # noqa: E402
 from fwdbench.testbeds import NetnsTestbed  # noqa: E402
 
@@ -169,10 +168,8 @@ def ratio_ci(ratios: list[float]) -> tuple[float, float, float] | None:
     host decides whether a run can rank two data planes at all."""
     if len(ratios) < 2 or min(ratios) <= 0:
         return None
-    logs = [math.log(r) for r in ratios]
-    m, s = statistics.fmean(logs), statistics.stdev(logs)
-    half = scipy_t.ppf(0.975, len(logs) - 1) * s / math.sqrt(len(logs))
-    return math.exp(m), math.exp(m - half), math.exp(m + half)
+    s = summarize([math.log(r) for r in ratios])
+    return math.exp(s.mean), math.exp(s.ci_low), math.exp(s.ci_high)
 
 
 if __name__ == "__main__":
