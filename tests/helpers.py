@@ -52,3 +52,26 @@ def store_campaign(st):
                              config={"a": 1}, host={"kernel": "6"}, tool_version="0.1")
     return st.add_scenario(cid, 0, "s0", "d", "sim", {"m": 1}, {"l3": "ipv4"},
                            {"type": "sweep"}, {"dut": "d"}, 1e6)
+
+
+def stolen(r) -> bool:
+    """The cpu meter's own steal warning for the DUT CPUs (meters/cpu.py)."""
+    from fwdbench.meters.cpu import STEAL_WARN_SHARE
+
+    return _dut_steal(r) > STEAL_WARN_SHARE
+
+
+def _dut_steal(r) -> float:
+    return ((r.meters.get("cpu") or {}).get("dut") or {}).get("steal") or 0.0
+
+
+def assert_all_forwarded(r, sent: int, name: str = "") -> None:
+    """A lab trial sent ``sent`` frames and every one came back. The one
+    excuse: a trial the CPU meter flags for steal may lose the frames that
+    arrived while the hypervisor held the DUT CPU (steal share x frames
+    sent); more than that, or any loss without steal, is the data plane's."""
+    assert r.tx_packets == r.intended_packets == sent, name
+    steal = _dut_steal(r)
+    excused = int(steal * r.tx_packets) if stolen(r) else 0
+    assert r.rx_packets + r.lost == r.tx_packets, name          # no duplicates
+    assert r.lost <= excused, (name, r.lost, steal)

@@ -8,6 +8,7 @@ import pytest
 
 from fwdbench.campaign import build_campaign
 from fwdbench.lab import Lab, LabConfig
+from helpers import assert_all_forwarded
 
 CPUS = sorted(os.sched_getaffinity(0))
 GEN, DUTC = CPUS[0], CPUS[-1]
@@ -73,4 +74,4 @@ def test_idle_latency_trials_receive_inline_and_loaded_trials_do_not():
         loaded = execute(20_000, 1.0, 1, False)
         assert tb.lab.tg_rx == "napi"
         assert not any("inline" in w for w in loaded.warnings)
-        assert loaded.rx_packets == loaded.tx_packets == 20_000
+        assert_all_forwarded(loaded, 20_000)
