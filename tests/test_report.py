@@ -526,3 +526,35 @@ def test_report_renders_in_headless_chromium(campaign, tmp_path):
     assert all(s["w"] > 200 and s["h"] > 100 for s in dom["svgs"]), dom["svgs"]
     assert EVIL in dom["duts"]                  # shown as text, not run as markup
     assert dom["width"] <= 1280                 # nothing overflows the page sideways
+
+
+POOL_CHILD = r"""
+import os, signal, sys
+from fwdbench.lab.netns import _raise_exit
+from fwdbench.report.figures import map_in_forked_pool
+
+def dispositions(_):
+    return (os.getpid(), signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,
+            signal.getsignal(signal.SIGINT) is signal.SIG_IGN)
+
+signal.signal(signal.SIGTERM, _raise_exit)        # as a lab installs it
+seen = map_in_forked_pool(2, dispositions, list(range(8)))
+assert all(d and i for _, d, i in seen), seen
+assert os.getpid() not in {p for p, _, _ in seen}
+for _ in range(150):                              # many short pools: none may hang
+    map_in_forked_pool(2, abs, [-1, -2, -3])
+assert signal.getsignal(signal.SIGTERM) is _raise_exit
+print("ok")
+"""
+
+
+def test_figure_workers_end_without_the_parents_signal_handlers():
+    """The figure pool's workers run with SIGTERM at its default and Ctrl-C
+    ignored, and the pool ends by closing, not by SIGTERM: a lab's SIGTERM ->
+    SystemExit handler, inherited by a worker still in fork's hooks, once
+    left Pool.terminate() waiting for ever in CI."""
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", POOL_CHILD], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

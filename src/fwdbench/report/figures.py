@@ -12,6 +12,7 @@ import io
 import multiprocessing as mp
 import os
 import re
+import signal
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -579,6 +580,33 @@ def _run_task(task: tuple[str, str, int | None]) -> Figure | None:
         return _GROUP_FIGS[fname](m.groups[gi], st, w)
 
 
+def _worker_init() -> None:
+    """A worker ends when the pool closes its queue, or by SIGTERM's default
+    action. It must not inherit the parent's handlers: the lab turns SIGTERM
+    into SystemExit, and a SystemExit raised while the child is still inside
+    fork's own hooks is swallowed, which left a worker alive and
+    Pool.terminate() waiting for it for ever (CI hung so). Ctrl-C is the
+    parent's to handle."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def map_in_forked_pool(n: int, fn, tasks: list) -> list:
+    """[fn(t) for t in tasks] in n forked workers, ended by close() + join():
+    no signal is sent unless the parent itself is interrupted."""
+    pool = mp.get_context("fork").Pool(n, initializer=_worker_init)
+    try:
+        figs = pool.map(fn, tasks, chunksize=1)
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+    return figs
+
+
 def _jobs(requested: int | None) -> int:
     if requested:
         return requested
@@ -609,8 +637,7 @@ def build_figures(m: ReportModel, out: Path, *, pdf: bool = True,
     try:
         # fork is only safe while this process runs a single thread
         if n > 1 and "fork" in mp.get_all_start_methods() and threading.active_count() == 1:
-            with mp.get_context("fork").Pool(n) as pool:
-                figs = pool.map(_run_task, tasks, chunksize=1)
+            figs = map_in_forked_pool(n, _run_task, tasks)
         else:
             figs = [_run_task(t) for t in tasks]
     finally:
