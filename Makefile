@@ -1,6 +1,6 @@
 # fwdbench: everything a fresh Debian 12 machine (root) needs, idempotent.
-#   sudo make demo   - set up, run the demo campaign on the local lab, write the report
-#   sudo make test   - set up, run every test (C unit tests, ASan/UBSan, pytest incl. root/netns)
+#   make demo   - set up, run the demo campaign on the local lab, write the report
+#   make test   - set up, run every test (C unit tests, ASan/UBSan, pytest incl. root/netns)
 
 PYTHON      ?= /usr/bin/python3
 VENV        := .venv
