@@ -241,3 +241,26 @@ def test_each_duts_ingress_is_told_from_its_scenario(tmp_path):
     assert "xdp-router received through veth's 256-frame ring" in text
     assert "while those of xdp-router include it" in text
     assert "Kernel data planes received through" not in text        # not the old wording
+
+
+def test_a_rate_interval_below_zero_is_printed_as_such(tmp_path):
+    """Two PDRs of 1.0 and 1.2 Mpps: t(0.975, 1) = 12.71 stretches the interval
+    to [-0.171, 2.371] Mpps; the page prints '< 0' and says why, the export
+    keeps the number, an interval that stays positive is printed as is."""
+    from fwdbench.report.numbers import ci_text, estimate
+
+    e = estimate([1.0e6, 1.2e6])
+    assert e.low == pytest.approx(-0.17062e6, rel=1e-4)
+    assert ci_text(e) == "[< 0, 2.371]"
+    assert ci_text(estimate([1.0e6, 1.01e6])) == "[0.941, 1.069]"
+    _store(tmp_path / "c.sqlite", 64)
+    out = tmp_path / "out"
+    html = build_report(tmp_path / "c.sqlite", out).read_text()
+    assert html.count("[&lt; 0, 2.371]") == 1 and "[0.500, 0.500]" in html
+    assert "do not bound the rate from below" in html
+    assert "< 0" not in html.replace("&lt; 0", "")           # escaped, never raw
+    assert "-0.171" not in html
+    import csv
+    rows = list(csv.DictReader((out / "data" / "summary.csv").open()))
+    pdr = next(r for r in rows if r["goal"] == "pdr@0.005")
+    assert float(pdr["ci95_low_pps"]) == pytest.approx(e.low)

@@ -111,7 +111,9 @@ def render(m: ReportModel, figs: FigureSet, *, data_files: list[dict[str, str]],
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         report_version=__version__, energy_flags=energy_flags, compare=compare,
         warn_counts=_warn_counts(m),
-        sweep_derived=any(r.source == "sweep" for s in m.scenarios for r in s.goals.values()))
+        sweep_derived=any(r.source == "sweep" for s in m.scenarios for r in s.goals.values()),
+        ci_below_zero=any(r.estimate.low is not None and r.estimate.low < 0
+                          for s in m.scenarios for r in s.goals.values()))
 
 
 def _warn_counts(m: ReportModel) -> dict[str, int]:

@@ -129,10 +129,14 @@ def duration(secs: float | None) -> str:
 
 
 def ci_text(est: Estimate, scale: float = 1e6, digits: int = 3) -> str:
-    """'[1.234, 1.250]' or '–' when fewer than two repetitions."""
+    """'[1.234, 1.250]' or '–' when fewer than two repetitions. A rate is never
+    negative: a lower bound below zero (few, spread repetitions) is printed
+    '< 0', meaning the data do not bound the rate from below; the exports
+    keep the number."""
     if est.low is None or est.high is None:
         return "–"
-    return f"[{est.low / scale:.{digits}f}, {est.high / scale:.{digits}f}]"
+    low = "< 0" if est.low < 0 else f"{est.low / scale:.{digits}f}"
+    return f"[{low}, {est.high / scale:.{digits}f}]"
 
 
 # -- bit rates -------------------------------------------------------------------
