@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import base64
 import csv
+import fcntl
 import json
 import os
 import re
 import select
 import shutil
+import signal
 import sqlite3
 import subprocess
 import time
@@ -366,20 +368,24 @@ class DevTools:
         self.timeout_s = timeout_s
         to_child_r, self._w = os.pipe()
         self._r, from_child_w = os.pipe()
-
-        def wire_fds() -> None:           # runs in the child, before exec
-            os.dup2(to_child_r, 3)
-            os.dup2(from_child_w, 4)
-
-        self.proc = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu",
-             "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--no-first-run", "--no-default-browser-check",
-             "--disable-extensions", "--mute-audio", "--disable-dev-shm-usage",
-             f"--user-data-dir={profile}",
-             "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=False, preexec_fn=wire_fds)
+        # posix_spawn, not Popen(preexec_fn): no Python runs in the child of this
+        # multi-threaded process. Above fd 4 first, so no dup2 below clobbers a source.
+        src_r = fcntl.fcntl(to_child_r, fcntl.F_DUPFD_CLOEXEC, 10)
+        src_w = fcntl.fcntl(from_child_w, fcntl.F_DUPFD_CLOEXEC, 10)
+        devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        argv = [binary, "--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run", "--no-default-browser-check",
+                "--disable-extensions", "--mute-audio", "--disable-dev-shm-usage",
+                f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"]
+        try:
+            self.pid = os.posix_spawn(binary, argv, os.environ, file_actions=[
+                (os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1),
+                (os.POSIX_SPAWN_DUP2, devnull, 2), (os.POSIX_SPAWN_DUP2, src_r, 3),
+                (os.POSIX_SPAWN_DUP2, src_w, 4)])
+        finally:
+            for fd in (src_r, src_w, devnull):
+                os.close(fd)
         os.close(to_child_r)
         os.close(from_child_w)
         self._buf = b""
@@ -431,11 +437,13 @@ class DevTools:
             self.send("Browser.close")
         except Exception:
             pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        deadline = time.monotonic() + 10
+        while os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                break
+            time.sleep(0.05)
         for fd in (self._r, self._w):
             try:
                 os.close(fd)
