@@ -264,3 +264,20 @@ def test_a_rate_interval_below_zero_is_printed_as_such(tmp_path):
     rows = list(csv.DictReader((out / "data" / "summary.csv").open()))
     pdr = next(r for r in rows if r["goal"] == "pdr@0.005")
     assert float(pdr["ci95_low_pps"]) == pytest.approx(e.low)
+
+
+def test_recorded_structures_fold_into_escaped_json(tmp_path):
+    """A nested host fact (the lab as set up) is folded into <details> as
+    JSON, with every user string escaped; plain facts stay inline."""
+    st = Store(tmp_path / "h.sqlite")
+    evil = "<script>alert(1)</script>"
+    st.create_campaign(name="h", source_path="h.toml", config_text="", config={},
+                       host={"kernel": "6.1.0", "testbed": {"run_id": evil, "gen_cpu": 0}},
+                       tool_version="0.1.0")
+    st.close()
+    html = build_report(tmp_path / "h.sqlite", tmp_path / "out").read_text()
+    block = html[html.index('<details class="record">'):]
+    block = block[:block.index("</details>")]
+    assert "2 fields (JSON)" in block and '"gen_cpu": 0' in block
+    assert "\\u003cscript\\u003e" in block and "<script" not in html.lower()
+    assert "<dd>6.1.0</dd>" in html
