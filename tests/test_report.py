@@ -316,6 +316,19 @@ def test_report_cmd_errors_name_the_file(tmp_path, capsys):
     assert "not a fwdbench results file" in capsys.readouterr().err
 
 
+def test_ctrl_c_while_drawing_says_how_to_finish(campaign, tmp_path, capsys, monkeypatch):
+    import fwdbench.report.command as command_mod
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command_mod, "build_figures", interrupted)
+    assert report_cmd(campaign["db"], tmp_path / "r") == 130
+    err = capsys.readouterr().err
+    assert "interrupted: the report in" in err and "results file is untouched" in err
+    assert f"fwdbench report {campaign['db']} -o {tmp_path / 'r'}" in err
+
+
 def test_compare_two_campaigns(campaign, tmp_path):
     slower = tuple(SampleDut(d.name, d.model, d.capacity_pps * 0.8, d.poll_mode, d.params)
                    for d in DUTS)

@@ -121,11 +121,16 @@ def run(campaign: Optional[Path] = typer.Argument(
 
 def _write_report(db, dest: Optional[Path] = None) -> None:
     try:
-        from .report.command import build_report
+        from .report.command import build_report, interrupted_note
+        from .store import display_target
     except ImportError:
         return
     dest = dest or db.parent / (db.stem + "-report")
-    index = build_report(db, dest)
+    try:
+        index = build_report(db, dest)
+    except KeyboardInterrupt:
+        print(interrupted_note(display_target(db), dest), file=sys.stderr)
+        raise typer.Exit(130)
     out.print(f"report: {index}", highlight=False)
 
 

@@ -67,13 +67,23 @@ def build_comparison(a: Path, b: Path, out: Path) -> Path:
     return _build(mb, out, compare=cmp)
 
 
+def interrupted_note(db, out) -> str:
+    """What Ctrl-C while writing a report leaves, and how to finish it."""
+    return (f"interrupted: the report in {out} is incomplete; the results file is "
+            f"untouched; write the report again with 'fwdbench report {db} -o {out}'")
+
+
 def report_cmd(db: Path, out: Path) -> int:
-    """CLI body of `fwdbench report DB -o OUT`: 0 on success, 1 on a user error."""
+    """CLI body of `fwdbench report DB -o OUT`: 0 on success, 1 on a user
+    error, 130 on Ctrl-C."""
     try:
         path = build_report(db, out)
     except FwdbenchError as e:
         print(f"fwdbench report: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(interrupted_note(db, out), file=sys.stderr)
+        return 130
     print(f"report: {path}")
     return 0
 
