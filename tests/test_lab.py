@@ -107,11 +107,9 @@ def _host_links() -> str:
 
 @pytest.mark.root
 def test_lab_up_builds_the_drawing_and_down_leaves_nothing():
-    t0 = time.perf_counter()
+    # how fast is bench/lab_setup.py's to measure, not a test's
     lab = Lab.up(LabConfig(gen_cpu=GEN, dut_cpu=DUTC))
-    took = time.perf_counter() - t0
     try:
-        assert took < 2.0, f"lab up took {took:.2f} s"
         assert (lab.tg_ns, lab.dut_ns) == (f"fb-{lab.run_id}-tg", f"fb-{lab.run_id}-dut")
         st = json.loads(Path(cleanup.state_path(lab.run_id)).read_text())
         assert st["owner_pid"] == os.getpid() and st["namespaces"] == [lab.tg_ns, lab.dut_ns]
@@ -327,15 +325,18 @@ def test_persistent_lab_survives_down_all_until_down_lab():
 
 
 @pytest.mark.root
-def test_lab_up_plus_linux_router_under_2s():
+def test_lab_up_plus_linux_router_forwards_and_leaves_nothing():
+    """The set-up bench/lab_setup.py times: a lab, the Linux router in it."""
     from fwdbench.dut.linux import LinuxDut
-    t0 = time.perf_counter()
     with Lab.up(LabConfig(gen_cpu=GEN, dut_cpu=DUTC)) as lab:
         d = LinuxDut({"mode": "router"})
         d.setup(lab)
-        took = time.perf_counter() - t0
+        fwd = lab.dut_exec.run(["sysctl", "-n", "net.ipv4.ip_forward"]).stdout.strip()
         d.teardown()
-    assert took < 2.0, f"lab up + router took {took:.2f} s"
+        run_id = lab.run_id
+    assert fwd == "1"
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"fb-{run_id}-" not in out
 
 
 @pytest.mark.root
