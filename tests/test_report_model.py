@@ -281,3 +281,17 @@ def test_recorded_structures_fold_into_escaped_json(tmp_path):
     assert "2 fields (JSON)" in block and '"gen_cpu": 0' in block
     assert "\\u003cscript\\u003e" in block and "<script" not in html.lower()
     assert "<dd>6.1.0</dd>" in html
+
+
+def test_long_dut_records_fold_and_short_ones_stay_inline(tmp_path):
+    sid = _store(tmp_path / "d.sqlite", 64)
+    st = Store(tmp_path / "d.sqlite")
+    offloads = {f"feature-{i}": "off [fixed]" for i in range(40)}
+    st.set_describe(sid, {"peer_macs": {"tg0": "02:fb:00:00:01:01"}, "offloads": offloads})
+    st.close()
+    html = build_report(tmp_path / "d.sqlite", tmp_path / "out").read_text()
+    table = html[html.index('id="dut-table"'):]
+    table = table[:table.index("</table>")]
+    assert table.count('<details class="record">') == 1 and "40 fields (JSON)" in table
+    assert '"feature-39": "off [fixed]"' in table
+    assert "02:fb:00:00:01:01" in table.split("<details")[0]     # short: inline
