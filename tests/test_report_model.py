@@ -287,11 +287,13 @@ def test_long_dut_records_fold_and_short_ones_stay_inline(tmp_path):
     sid = _store(tmp_path / "d.sqlite", 64)
     st = Store(tmp_path / "d.sqlite")
     offloads = {f"feature-{i}": "off [fixed]" for i in range(40)}
-    st.set_describe(sid, {"peer_macs": {"tg0": "02:fb:00:00:01:01"}, "offloads": offloads})
+    st.set_describe(sid, {"peer_macs": {"tg0": "02:fb:00:00:01:01"}, "offloads": offloads,
+                          "config": "mode router\n<ring-size> 2048\n"})
     st.close()
     html = build_report(tmp_path / "d.sqlite", tmp_path / "out").read_text()
     table = html[html.index('id="dut-table"'):]
     table = table[:table.index("</table>")]
-    assert table.count('<details class="record">') == 1 and "40 fields (JSON)" in table
+    assert table.count('<details class="record">') == 2 and "40 fields (JSON)" in table
+    assert "<summary>2 lines</summary><pre>mode router\n&lt;ring-size&gt; 2048\n</pre>" in table
     assert '"feature-39": "off [fixed]"' in table
     assert "02:fb:00:00:01:01" in table.split("<details")[0]     # short: inline
