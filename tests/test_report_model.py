@@ -1,6 +1,8 @@
 """The report model on hand-made stores: bit rates, meters, histograms, warnings, units."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -297,3 +299,25 @@ def test_long_dut_records_fold_and_short_ones_stay_inline(tmp_path):
     assert "<summary>2 lines</summary><pre>mode router\n&lt;ring-size&gt; 2048\n</pre>" in table
     assert '"feature-39": "off [fixed]"' in table
     assert "02:fb:00:00:01:01" in table.split("<details")[0]     # short: inline
+
+
+def test_ratio_intervals_read_as_what_they_say(tmp_path):
+    """The compare table's Fieller interval: '< 0' below zero, 'unbounded'
+    when Fieller's is, '–' without two repetitions a side; the figure's axis
+    spans 0 to twice the largest ratio whatever the intervals reach."""
+    from fwdbench.report.compare import (AXIS_SPAN, Comparison, CompareRow, ratio_ci_text,
+                                         ratio_figure)
+    from fwdbench.report.figures import FigureWriter
+
+    rows = [CompareRow("s ok", "ndr", 1e6, 1.1e6, 1.1, 0.9123, 1.3, 0.2, False, 3, 3),
+            CompareRow("s wide", "ndr", 1e6, 1.2e6, 1.2, -1.131, 2336.2, 0.5, False, 2, 2),
+            CompareRow("s inf", "ndr", 1e6, 1.3e6, 1.3, None, None, 0.8, False, 2, 2),
+            CompareRow("s one", "ndr", 1e6, 0.9e6, 0.9, None, None, None, None, 1, 2)]
+    assert [ratio_ci_text(r) for r in rows] == [
+        "[0.912, 1.300]", "[< 0, 2336.200]", "unbounded", "–"]
+    c = Comparison("A", "B", "a/index.html", None, rows, [], [])
+    fig = ratio_figure(c, FigureWriter(tmp_path, pdf=False))
+    svg = (tmp_path / "figures" / "compare_ratios.svg").read_text()
+    assert fig is not None and "2336" not in svg
+    ticks = re.findall(r">(\d+\.\d)</text>", svg)           # x tick labels
+    assert max(float(t) for t in ticks) <= AXIS_SPAN * 1.3 and "0.0" in ticks

@@ -71,6 +71,22 @@ def compare_models(a: ReportModel, b: ReportModel, *, a_link: str,
                       [n for n in sa if n not in sb], [n for n in sb if n not in sa])
 
 
+def ratio_ci_text(r: CompareRow) -> str:
+    """The ratio's 95 % CI as the table prints it: '[0.912, 1.105]'; a lower
+    bound below zero as '< 0' (a ratio of rates is never negative);
+    'unbounded' when Fieller's interval is (A's mean not significantly
+    different from 0); '–' without two repetitions on each side."""
+    if r.ratio_low is None or r.ratio_high is None:
+        return "unbounded" if r.ratio is not None and min(r.n_a, r.n_b) >= 2 else "–"
+    low = "< 0" if r.ratio_low < 0 else f"{r.ratio_low:.3f}"
+    return f"[{low}, {r.ratio_high:.3f}]"
+
+
+#: the ratio axis ends at this multiple of the largest ratio (at least 2):
+#: a 2-repetition interval can reach 2000x and would squeeze every point to 1
+AXIS_SPAN = 2.0
+
+
 def ratio_figure(c: Comparison, w: FigureWriter) -> Figure | None:
     rows = [r for r in c.rows if r.ratio is not None]
     if not rows:
@@ -78,13 +94,25 @@ def ratio_figure(c: Comparison, w: FigureWriter) -> Figure | None:
     with plt.rc_context(RC):
         fig, ax = plt.subplots(figsize=(7.2, 0.32 * len(rows) + 1.2))
         y = np.arange(len(rows))[::-1]
+        right = AXIS_SPAN * max(max(r.ratio for r in rows), 1.0)
         for yi, r in zip(y, rows):
-            lo = r.ratio - r.ratio_low if r.ratio_low is not None else 0.0
-            hi = r.ratio_high - r.ratio if r.ratio_high is not None else 0.0
             marker = "o" if r.goal == "ndr" else "s"
             face = "black" if r.significant else "white"
-            ax.errorbar([r.ratio], [yi], xerr=[[lo], [hi]], fmt=marker, color="black",
-                        markerfacecolor=face, capsize=2.5)
+            bounded = r.ratio_low is not None and r.ratio_high is not None
+            lo = max(r.ratio_low, 0.0) if bounded else 0.0
+            hi = min(r.ratio_high, right) if bounded else right
+            # an interval cut by the axis (or unbounded) ends in an arrow head
+            ax.plot([lo, hi], [yi, yi], color="black", linewidth=1.0,
+                    linestyle="-" if bounded else ":")
+            if not bounded or r.ratio_high > right:
+                ax.plot([right], [yi], marker=">", color="black", markersize=4, clip_on=False)
+            if bounded and r.ratio_low >= 0:
+                ax.plot([lo], [yi], marker="|", color="black", markersize=6)
+            if bounded and r.ratio_high <= right:
+                ax.plot([hi], [yi], marker="|", color="black", markersize=6)
+            ax.plot([r.ratio], [yi], marker=marker, color="black", markerfacecolor=face,
+                    linestyle="none")
+        ax.set_xlim(0.0, right)
         ax.axvline(1.0, color="#555555", linewidth=0.9, linestyle="--")
         ax.set_yticks(y)
         ax.set_yticklabels([tex_safe(f"{r.scenario} · {goal_label(r.goal)}") for r in rows])
@@ -94,4 +122,6 @@ def ratio_figure(c: Comparison, w: FigureWriter) -> Figure | None:
         return w.save(fig, "compare_ratios", "Throughput ratio B / A per scenario and goal",
                       "Ratio of means with its 95 % confidence interval (Fieller); filled "
                       "markers are significant (Welch's t-test, p < 0.05); circles NDR, "
-                      "squares PDR.", "derived")
+                      "squares PDR. The axis starts at 0 and ends at twice the largest "
+                      "ratio: an interval reaching past it ends in an arrow, an unbounded "
+                      "one is dotted.", "derived")

@@ -17,6 +17,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 
 from .. import __version__
 from . import numbers as nb
+from .compare import ratio_ci_text
 from .figures import FigureSet
 from .model import PDR_GOAL, ReportModel, goal_label
 
@@ -43,7 +44,7 @@ def environment() -> Environment:
         mpps=nb.mpps, gbps=nb.gbps, us=nb.us, pct=nb.pct, integer=nb.integer, sig=nb.sig,
         duration=nb.duration, ci=nb.ci_text, pval=nb.p_value, goal_label=goal_label,
         pretty_json=lambda v: json.dumps(v, indent=2, sort_keys=True, default=str),
-        timestamp=_timestamp, value=_value, frame=_frame)
+        timestamp=_timestamp, value=_value, frame=_frame, ratio_ci=ratio_ci_text)
     return env
 
 
