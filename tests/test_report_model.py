@@ -280,8 +280,8 @@ def test_recorded_structures_fold_into_escaped_json(tmp_path):
     html = build_report(tmp_path / "h.sqlite", tmp_path / "out").read_text()
     block = html[html.index('<details class="record">'):]
     block = block[:block.index("</details>")]
-    assert "2 fields (JSON)" in block and '"gen_cpu": 0' in block
-    assert "\\u003cscript\\u003e" in block and "<script" not in html.lower()
+    assert "2 fields (JSON)" in block and '&#34;gen_cpu&#34;: 0' in block
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in block and "<script" not in html.lower()
     assert "<dd>6.1.0</dd>" in html
 
 
@@ -297,7 +297,7 @@ def test_long_dut_records_fold_and_short_ones_stay_inline(tmp_path):
     table = table[:table.index("</table>")]
     assert table.count('<details class="record">') == 2 and "40 fields (JSON)" in table
     assert "<summary>2 lines</summary><pre>mode router\n&lt;ring-size&gt; 2048\n</pre>" in table
-    assert '"feature-39": "off [fixed]"' in table
+    assert '&#34;feature-39&#34;: &#34;off [fixed]&#34;' in table
     assert "02:fb:00:00:01:01" in table.split("<details")[0]     # short: inline
 
 
