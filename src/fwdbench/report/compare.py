@@ -16,6 +16,7 @@ import numpy as np
 from . import analysis_bridge as ab
 from .figures import RC, Figure, FigureWriter, tex_safe
 from .model import ReportModel, goal_label, goal_sort_key
+from .numbers import interval_text
 
 
 @dataclass
@@ -72,14 +73,12 @@ def compare_models(a: ReportModel, b: ReportModel, *, a_link: str,
 
 
 def ratio_ci_text(r: CompareRow) -> str:
-    """The ratio's 95 % CI as the table prints it: '[0.912, 1.105]'; a lower
-    bound below zero as '< 0' (a ratio of rates is never negative);
-    'unbounded' when Fieller's interval is (A's mean not significantly
+    """The ratio's 95 % CI as the table prints it (interval_text: '< 0' below
+    zero); 'unbounded' when Fieller's interval is (A's mean not significantly
     different from 0); '–' without two repetitions on each side."""
     if r.ratio_low is None or r.ratio_high is None:
         return "unbounded" if r.ratio is not None and min(r.n_a, r.n_b) >= 2 else "–"
-    low = "< 0" if r.ratio_low < 0 else f"{r.ratio_low:.3f}"
-    return f"[{low}, {r.ratio_high:.3f}]"
+    return interval_text(r.ratio_low, r.ratio_high)
 
 
 #: the ratio axis ends at this multiple of the largest ratio (at least 2):

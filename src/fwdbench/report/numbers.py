@@ -128,15 +128,20 @@ def duration(secs: float | None) -> str:
     return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s"
 
 
+def interval_text(low: float, high: float, scale: float = 1.0, digits: int = 3) -> str:
+    """'[1.234, 1.250]' for a quantity that is never negative (a rate, a ratio
+    of rates): a lower bound below zero is printed '< 0', meaning the data
+    do not bound it from below; the exports keep the number."""
+    lo = "< 0" if low < 0 else f"{low / scale:.{digits}f}"
+    return f"[{lo}, {high / scale:.{digits}f}]"
+
+
 def ci_text(est: Estimate, scale: float = 1e6, digits: int = 3) -> str:
-    """'[1.234, 1.250]' or '–' when fewer than two repetitions. A rate is never
-    negative: a lower bound below zero (few, spread repetitions) is printed
-    '< 0', meaning the data do not bound the rate from below; the exports
-    keep the number."""
+    """A rate's CI as interval_text prints it, or '–' when fewer than two
+    repetitions."""
     if est.low is None or est.high is None:
         return "–"
-    low = "< 0" if est.low < 0 else f"{est.low / scale:.{digits}f}"
-    return f"[{low}, {est.high / scale:.{digits}f}]"
+    return interval_text(est.low, est.high, scale, digits)
 
 
 # -- bit rates -------------------------------------------------------------------
