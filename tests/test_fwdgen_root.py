@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from fwdbench.meters.cpu import read_proc_stat
+
 from test_fwdgen_helpers import (BUILD, build_native, fwdgen_argv, fwdgen_net, is_root,
                                  loop_spec, run_spec, sh)
 
@@ -123,10 +125,17 @@ def test_high_share_of_the_maximum_is_paced_exactly(loop):
     # auto picks the kernel pacer for a stream alone on its thread;
     # user-space bursts fell 0.02-9 % short at 90 % of the maximum. 75 % here
     # (the bench runs 90 %): this shared host's maximum drifts from run to run.
-    top = max_rate(loop)
-    load = round(0.75 * top)
-    doc = run_ok(loop, loop_spec(load, 2.0))
-    s = doc["streams"][0]
+    # A run short of its schedule while the hypervisor stole CPU time (a
+    # few-ms stall near the end left CI 0.54 % short at 2.67 Mpps) is run
+    # again at 75 % of a fresh maximum, up to twice; the last run counts.
+    for _ in range(3):
+        load = round(0.75 * max_rate(loop))
+        before = read_proc_stat()
+        doc = run_ok(loop, loop_spec(load, 2.0))
+        stolen = any(t.steal > before[c].steal for c, t in read_proc_stat().items())
+        s = doc["streams"][0]
+        if not (stolen and abs(s["achieved_tx_pps"] - load) / load > 0.005):
+            break
     assert s["pacer"] == "kernel"
     assert s["tx_packets"] == s["intended_packets"]
     assert abs(s["achieved_tx_pps"] - load) / load <= 0.005, (s["achieved_tx_pps"], load)
