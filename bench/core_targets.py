@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from fwdbench.campaign import build_campaign  # noqa: E402
-from fwdbench.testbeds import NetnsTestbed  # noqa: E402
+from fwdbench.testbed.netns import NetnsTestbed  # noqa: E402
 
 
 def campaign(load_pps: float, napi_rt: int, rxq: int):

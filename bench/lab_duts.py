@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from fwdbench.analysis.stats import summarize  # noqa: E402
 from fwdbench.campaign import build_campaign  # noqa: E402
-from fwdbench.testbeds import NetnsTestbed  # noqa: E402
+from fwdbench.testbed.netns import NetnsTestbed  # noqa: E402
 
 PEERS = [
     ("linux router (ingress queue)", {"type": "linux", "params": {"mode": "router"}}, 4096),

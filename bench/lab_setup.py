@@ -42,7 +42,7 @@ def main() -> int:
         t1 = time.perf_counter()
         d = LinuxDut({"mode": "router"})
         lab.set_dut_ingress("cpumap", 4096)     # as the testbed does for kernel DUTs
-        d.setup(lab)
+        d.setup(lab.dut_host())
         t2 = time.perf_counter()
         d.teardown()
         t3 = time.perf_counter()
@@ -57,7 +57,7 @@ def main() -> int:
     with Lab.up(cfg) as lab:
         d = LinuxDut({"mode": "router", "routes": a.routes, "routes6": 2})
         t0 = time.perf_counter()
-        d.setup(lab)
+        d.setup(lab.dut_host())
         t_install = time.perf_counter() - t0
         n = lab.dut_exec.run(["ip", "-4", "route", "show", "proto", "251"]).stdout.count("\n")
         t0 = time.perf_counter()

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from fwdbench.campaign import build_campaign  # noqa: E402
-from fwdbench.testbeds import NetnsTestbed  # noqa: E402
+from fwdbench.testbed.netns import NetnsTestbed  # noqa: E402
 
 SO_TIMESTAMPING = 37
 SOF_TX_SOFTWARE, SOF_RX_SOFTWARE, SOF_SOFTWARE, SOF_OPT_TSONLY = 1 << 1, 1 << 3, 1 << 4, 1 << 11

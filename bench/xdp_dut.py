@@ -74,7 +74,7 @@ def program_cost(routes: list[int], as_json: bool) -> int:
                              "ipv6", v6)]
         for params, fam, frame in configs:
             d = XdpDut(XdpDut.validate(params, "bench"))
-            d.setup(lab)
+            d.setup(lab.dut_host())
             try:
                 # 200 runs per call (below the TTL of 255), 50 calls
                 r = d.testrun(frame, repeat=200, calls=50)
@@ -130,12 +130,12 @@ def main() -> int:
             drv = cls(cls.validate(params, name))
             drv.check()
             t0 = time.perf_counter()
-            drv.setup(lab)
+            drv.setup(lab.dut_host())
             setup_s = time.perf_counter() - t0
             try:
-                peers = drv.peer_macs(lab) if hasattr(drv, "peer_macs") else {}
+                peers = drv.peer_macs(lab.dut_host()) if hasattr(drv, "peer_macs") else {}
                 for load in loads:
-                    spec = build_spec(lab, profile, trial, load, a.duration)
+                    spec = build_spec(lab.tester_host(), profile, trial, load, a.duration)
                     for port in spec["ports"]:
                         port["peer_mac"] = peers.get(port["ifname"], port["peer_mac"])
                     before = drv.counters()

@@ -75,3 +75,42 @@ def assert_all_forwarded(r, sent: int, name: str = "") -> None:
     excused = int(steal * r.tx_packets) if stolen(r) else 0
     assert r.rx_packets + r.lost == r.tx_packets, name          # no duplicates
     assert r.lost <= excused, (name, r.lost, steal)
+
+
+class PlainDutHost:
+    """A DUT host over ``exec`` (an fwdbench Executor) for drivers tested
+    outside fwdbench's lab: no NAPI threads of fwdbench's, no port baseline.
+    Built lazily so modules that do not need it do not import the drivers."""
+
+    def __new__(cls, exec, ports, cpus=(0,), ipv6=False):
+        import shutil
+        import tempfile
+
+        from fwdbench.dut.host import DutHost, PortRx
+        from fwdbench.lab.host import NetnsDutHost
+
+        class _Host(DutHost):
+            kind = "netns"
+
+            def __init__(self):
+                self.name = f"netns {exec.ns}" if exec.ns else "this host"
+                self.exec, self.ports, self.cpus, self.ipv6 = exec, tuple(ports), tuple(cpus), ipv6
+
+            def rx(self):
+                return PortRx(ingress="napi")
+
+            def interface_counters(self):
+                return {}
+
+            def restore_ports(self):
+                pass
+
+            tool = NetnsDutHost.tool
+
+            def make_dir(self, prefix):
+                return tempfile.mkdtemp(prefix=f"fwdbench-{prefix}-")
+
+            def remove_dir(self, path):
+                shutil.rmtree(path, ignore_errors=True)
+
+        return _Host()

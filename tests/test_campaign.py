@@ -135,3 +135,39 @@ def test_matrix_exclude_drops_matching_points():
     assert pts == {("a", "p64", 128), ("a", "p6", 128), ("b", "p64", 128), ("b", "p64", 512)}
     raw = base(matrix={"exclude": [{"colour": 1}]})
     assert "matrix.exclude[0].colour" in err(raw)
+
+
+def test_testbed_kind_picks_its_model_and_module():
+    """[testbed] type selects one model (its own fields) and one testbed module;
+    a table without type is the netns lab."""
+    from fwdbench.campaign import NetnsTestbed, SimTestbed
+    from fwdbench.testbed import TESTBEDS, testbed_class
+    from fwdbench.testbed.netns import NetnsTestbed as NetnsKind
+    from fwdbench.testbed.sim import SimTestbed as SimKind
+
+    sim = build_campaign(base(), "c.toml")
+    assert isinstance(sim.file.testbed, SimTestbed)
+    assert testbed_class(sim.file.testbed.type) is SimKind
+    raw = base()
+    raw["testbed"] = {"gen_cpu": 0, "dut_cpu": 1}
+    raw["dut"] = [{"name": "r", "type": "linux", "params": {"mode": "router"}}]
+    raw.pop("matrix", None)
+    lab = build_campaign(raw, "c.toml")
+    assert isinstance(lab.file.testbed, NetnsTestbed) and lab.file.testbed.type == "netns"
+    assert testbed_class("netns") is NetnsKind and set(TESTBEDS) == {"netns", "sim"}
+
+
+def test_generator_table_names_type_and_settings():
+    raw = base()
+    raw["testbed"] = {"type": "netns"}
+    raw["dut"] = [{"name": "r", "type": "linux", "params": {}}]
+    raw.pop("matrix", None)
+    c = build_campaign(raw, "c.toml")
+    assert (c.generator_type, c.generator_settings) == ("fwdgen", {})
+    raw["generator"] = {"type": "ixia"}
+    assert "c.toml: generator.type: 'ixia' is not a generator (fwdgen)" in err(raw)
+    raw["generator"] = {"type": "fwdgen", "speed": 3}
+    assert "c.toml: generator.speed: unknown setting of generator 'fwdgen'" in err(raw)
+    sim = base()
+    sim["generator"] = {"type": "fwdgen", "speed": 3}
+    assert "the sim testbed has no generator" in err(sim)

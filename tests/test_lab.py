@@ -330,7 +330,7 @@ def test_lab_up_plus_linux_router_forwards_and_leaves_nothing():
     from fwdbench.dut.linux import LinuxDut
     with Lab.up(LabConfig(gen_cpu=GEN, dut_cpu=DUTC)) as lab:
         d = LinuxDut({"mode": "router"})
-        d.setup(lab)
+        d.setup(lab.dut_host())
         fwd = lab.dut_exec.run(["sysctl", "-n", "net.ipv4.ip_forward"]).stdout.strip()
         d.teardown()
         run_id = lab.run_id
@@ -364,7 +364,7 @@ def test_ipv4_only_lab_without_tuning():
         assert lab.dut_exec.read_sysfs("/sys/class/net/dut0/threaded") in ("0", "disabled")
         for params in ({"mode": "router", "routes": 16}, {"mode": "nat"}, {"mode": "bridge"}):
             d = LinuxDut(params)
-            d.setup(lab)
+            d.setup(lab.dut_host())
             assert "ipv6" not in d.describe().get("fib", {})
             d.teardown()
     _assert_gone(lab.run_id)

@@ -103,7 +103,7 @@ def _one_trial_each(duts, qsize, keep):
     flag; CI once lost 14 of 20000 frames so, and once 3 in two trials in a
     row) is run again, up to RETRIES times; the last one counts and
     assert_all_forwarded judges it."""
-    from fwdbench.testbeds import NetnsTestbed
+    from fwdbench.testbed.netns import NetnsTestbed
 
     c = build_campaign({
         "campaign": {"name": "ingress"},
@@ -157,10 +157,10 @@ def test_spec_carries_the_burst_period_only_when_asked():
         "search": {"type": "sweep", "loads": ["1kpps"]},
     }, "spec.toml")
     sc = c.scenarios[0]
-    lab = SimpleNamespace(ports=PORTS, gen_cpu=0, dut_cpu=1)
-    plain = build_spec(lab, sc.profile, sc.trial, 1000, 1.0)
+    tester = SimpleNamespace(ports=PORTS, cpus=(0,))
+    plain = build_spec(tester, sc.profile, sc.trial, 1000, 1.0)
     assert all("burst_period_us" not in p for p in plain["ports"])
-    coarse = build_spec(lab, sc.profile, sc.trial, 1000, 1.0, burst_period_us=1000.0)
+    coarse = build_spec(tester, sc.profile, sc.trial, 1000, 1.0, burst_period_us=1000.0)
     assert [p["burst_period_us"] for p in coarse["ports"]] == [1000.0, 1000.0]
 
 

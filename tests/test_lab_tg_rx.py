@@ -51,7 +51,7 @@ def test_switching_between_inline_and_napi():
 def test_idle_latency_trials_receive_inline_and_loaded_trials_do_not():
     """The campaign path: a latency trial without load stamps frames on the DUT
     CPU; the next throughput trial gets the generator CPU's NAPI back."""
-    from fwdbench.testbeds import NetnsTestbed
+    from fwdbench.testbed.netns import NetnsTestbed
 
     c = build_campaign({
         "campaign": {"name": "tg-rx"},

@@ -146,7 +146,7 @@ def dut(lab):
     def make(**params):
         d = LinuxDut(params)
         d.check()
-        d.setup(lab)
+        d.setup(lab.dut_host())
         made.append(d)
         return d
     yield make
@@ -311,7 +311,7 @@ def test_teardown_restores_the_lab_and_is_idempotent(lab, params):
                 ex.sysctl_get(["net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"]))
     base = snapshot()
     d = LinuxDut(params)
-    d.setup(lab)
+    d.setup(lab.dut_host())
     assert snapshot() != base
     d.teardown()
     d.teardown()
@@ -326,7 +326,7 @@ def test_failed_setup_is_undone(lab):
     d = LinuxDut({"mode": "router", "routes": 4})
     from fwdbench.errors import DutError
     with pytest.raises(DutError, match="198.19.128.0/18"):
-        d.setup(lab)
+        d.setup(lab.dut_host())
     assert lab.dut_exec.run(["ip", "route", "show", "proto", "251"]).stdout == ""
     assert lab.dut_exec.sysctl_get(["net.ipv4.ip_forward"])["net.ipv4.ip_forward"] == "0"
     d.teardown()
@@ -352,7 +352,7 @@ def test_bulk_install_error_mid_batch_names_prefix_and_is_undone(lab):
     lab.dut_exec.run(["ip", "route", "add", f"{clash}/28", "via", P1.tg.ip4])
     d = LinuxDut({"mode": "router", "routes": 5000})
     with pytest.raises(DutError, match=f"{clash}/28"):
-        d.setup(lab)
+        d.setup(lab.dut_host())
     assert lab.dut_exec.run(["ip", "route", "show", "proto", "251"]).stdout == ""
     assert lab.dut_exec.run(["ip", "nexthop", "show"]).stdout == ""
     assert f"{clash}/28" in lab.dut_exec.run(["ip", "route"]).stdout      # not ours: kept

@@ -196,7 +196,7 @@ def testpmd(lab):
 
     def make(**params):
         d = DpdkTestpmdDut(DpdkTestpmdDut.validate(params, "dut[0].params"))
-        d.setup(lab)
+        d.setup(lab.dut_host())
         made.append(d)
         return d
 
@@ -293,7 +293,7 @@ from fwdbench.lab import Lab, LabConfig
 cpus = sorted(os.sched_getaffinity(0))
 lab = Lab.up(LabConfig(gen_cpu=cpus[0], dut_cpu=cpus[-1]))
 d = DpdkTestpmdDut({"mode": "io"})
-d.setup(lab)
+d.setup(lab.dut_host())
 print(json.dumps({"run_id": lab.run_id, "dut_ns": lab.dut_ns,
                   "prefix": d.describe()["file_prefix"], "pid": d.pids()[0]}), flush=True)
 time.sleep(120)
@@ -334,7 +334,7 @@ def test_testpmd_quits_with_a_crashed_driver(lab):
     # the next setup (here in the module's lab) removes the crashed run's runtime dir
     assert os.path.exists(f"{RUN_DIR}/{info['prefix']}")
     d = DpdkTestpmdDut({"mode": "io"})
-    d.setup(lab)
+    d.setup(lab.dut_host())
     try:
         assert not os.path.exists(f"{RUN_DIR}/{info['prefix']}")
         assert any(info["prefix"] in w for w in d.describe()["warnings"])

@@ -18,6 +18,7 @@ import pytest
 from fwdbench.dut import load_drivers
 from fwdbench.dut.vfwd import (VfwdDut, VfwdParams, _Port, flatten_stats, query, render_config,
                                resolve_rings, resolve_rx_mode, vfwd_binary)
+from fwdbench.dut.host import PortRx
 from fwdbench.errors import CampaignError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,10 +90,10 @@ def test_render_refuses_ranges_outside_the_benchmarking_nets():
 
 
 def test_peer_macs():
-    lab = SimpleNamespace(ports=lab_ports())
-    assert VfwdDut({"mode": "router"}).peer_macs(lab) == {"tg0": "02:fb:00:00:01:01",
+    host = SimpleNamespace(ports=lab_ports())
+    assert VfwdDut({"mode": "router"}).peer_macs(host) == {"tg0": "02:fb:00:00:01:01",
                                                           "tg1": "02:fb:00:00:01:02"}
-    assert VfwdDut({"mode": "xconnect"}).peer_macs(lab) == {"tg0": "02:fb:00:00:00:02",
+    assert VfwdDut({"mode": "xconnect"}).peer_macs(host) == {"tg0": "02:fb:00:00:00:02",
                                                             "tg1": "02:fb:00:00:00:01"}
     assert VfwdDut({"mode": "bridge"}).peer_macs() == {"tg0": "02:fb:00:00:00:02",
                                                        "tg1": "02:fb:00:00:00:01"}
@@ -220,10 +221,12 @@ def test_ring_and_fill_depth_in_stats(tmp_path, lines, ring, depth):
 
 
 def lab_for_rx_mode(napi_prio: int, tuning: bool = True, dut_cpu: int = 1,
-                    ingress: str = "napi", queue: int = 0):
-    return SimpleNamespace(cfg=SimpleNamespace(napi_rt_priority=napi_prio,
-                                               kernel_tuning=tuning), dut_cpu=dut_cpu,
-                           dut_ingress=ingress, dut_queue=queue)
+                    ingress: str = "napi", queue: int = 0) -> PortRx:
+    """The DUT ports' receive as the netns lab reports it (NetnsDutHost.rx)."""
+    if not tuning:
+        return PortRx(ingress="napi")
+    return PortRx(ingress=ingress, queue=queue, napi_cpu=0 if ingress == "afxdp" else dut_cpu,
+                  rt_priority=napi_prio)
 
 
 @pytest.mark.parametrize("params, cpus, lab, want", [
@@ -400,13 +403,6 @@ def test_bench_callgrind_counts_instructions():
     assert all(float(rows[n][-1]) > 5 for n in ("ip4-input", "ip4-lookup", "ip4-rewrite")), rows
 
 
-class _HostExec:
-    """Runs commands in this namespace (enough for a setup that must fail)."""
-
-    def popen(self, argv, **kw):
-        return subprocess.Popen(list(argv), **kw)
-
-
 @needs_vfwd
 def test_setup_failure_names_the_port():
     """vfwd exits 3 when a port cannot be opened; setup() raises DutError with
@@ -415,10 +411,11 @@ def test_setup_failure_names_the_port():
     ports = lab_ports()
     for i, p in enumerate(ports):
         p.dut.ifname = f"fbnx{i}none"           # no such interface
-    lab = SimpleNamespace(ports=ports, dut_cpu=0, dut_exec=_HostExec())
+    from fwdbench.lab.executor import Executor
+    from helpers import PlainDutHost
     d = VfwdDut({"mode": "router", "driver": "afpacket"})
     with pytest.raises(DutError) as e:
-        d.setup(lab)
+        d.setup(PlainDutHost(Executor(None), ports))
     assert "exited with" in str(e.value) and "fbnx0none" in str(e.value)
     assert d._proc is None and d._dir is None
     d.teardown()

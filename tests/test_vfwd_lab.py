@@ -26,6 +26,8 @@ import pytest
 
 from fwdbench.errors import DutError
 from fwdbench.dut.vfwd import VfwdDut, query, vfwd_binary
+from fwdbench.lab.executor import Executor
+from helpers import PlainDutHost
 
 pytestmark = pytest.mark.root
 
@@ -35,23 +37,6 @@ TG_IP4, DUT_IP4 = ("198.18.0.1", "198.19.0.1"), ("198.18.0.2", "198.19.0.2")
 TG_IP6, DUT_IP6 = ("2001:2::1", "2001:2:0:1::1"), ("2001:2::2", "2001:2:0:1::2")
 
 
-class NsExec:
-    """The executor interface the driver uses (run / popen in one netns)."""
-
-    def __init__(self, ns: str):
-        self.ns = ns
-
-    def run(self, argv, input=None, timeout=60.0, check=True):
-        r = subprocess.run(["ip", "netns", "exec", self.ns, *argv], input=input,
-                           capture_output=True, text=True, timeout=timeout)
-        if check and r.returncode:
-            raise RuntimeError(f"{argv} in {self.ns}: {r.stderr}")
-        return r
-
-    def popen(self, argv, **kw):
-        return subprocess.Popen(["ip", "netns", "exec", self.ns, *argv], **kw)
-
-
 class MiniLab:
     """Just enough of fwdbench.lab.Lab for the vfwd driver."""
 
@@ -59,7 +44,7 @@ class MiniLab:
         self.queues = queues
         rid = "t" + secrets.token_hex(3)
         self.tg_ns, self.dut_ns = f"fb-{rid}-tg", f"fb-{rid}-dut"
-        self.tg_exec, self.dut_exec = NsExec(self.tg_ns), NsExec(self.dut_ns)
+        self.tg_exec, self.dut_exec = Executor(self.tg_ns), Executor(self.dut_ns)
         cpus = sorted(os.sched_getaffinity(0))
         self.gen_cpu, self.dut_cpu = cpus[0], cpus[-1]
         self.ports = tuple(
@@ -93,6 +78,9 @@ class MiniLab:
             # a veth delivers XDP-redirected frames only into a peer with NAPI
             sh("ip", "netns", "exec", self.tg_ns, "ethtool", "-K", p.tg.ifname, "gro", "on")
         return self
+
+    def dut_host(self):
+        return PlainDutHost(self.dut_exec, self.ports, (self.dut_cpu,))
 
     def down(self) -> None:
         for ns in (self.tg_ns, self.dut_ns):
@@ -186,7 +174,7 @@ def dut(mlab):
     def start(**params):
         d = VfwdDut(params)
         d.check()
-        d.setup(mlab)
+        d.setup(mlab.dut_host())
         drivers.append(d)
         return d
     yield start
@@ -336,7 +324,7 @@ def test_two_workers_rss(driver, lab, request):
     ml = request.getfixturevalue(lab)
     d = VfwdDut({"mode": "router", "workers": 2, "driver": driver, "cpus": [0, 1]})
     d.check()
-    d.setup(ml)
+    d.setup(ml.dut_host())
     try:
         pid = d._proc.pid      # the main thread on cpus[0], worker i on cpus[i]
         workers = sorted(sorted(os.sched_getaffinity(int(t)))
@@ -361,7 +349,7 @@ def test_more_workers_than_queues_is_refused(mlab, driver):
     to bind), so setup says so and names the fix; vfwd is not left running."""
     d = VfwdDut({"mode": "router", "workers": 2, "driver": driver})
     with pytest.raises(DutError, match=r"workers = 2 needs 2 RX queues .* has 1: use workers = 1"):
-        d.setup(mlab)
+        d.setup(mlab.dut_host())
     assert d._proc is None
 
 
@@ -372,7 +360,7 @@ def test_asan_build_on_the_wire(mlab, monkeypatch):
     monkeypatch.setenv("FWDBENCH_VFWD", str(asan))
     from scapy.all import IP, Ether
     d = VfwdDut({"mode": "router", "driver": "xdp"})
-    d.setup(mlab)
+    d.setup(mlab.dut_host())
     try:
         frames = [udp4("198.18.128.1", f"198.19.128.{1 + i}", n=i) for i in range(50)]
         bad = bytearray(frames[0])
@@ -418,7 +406,7 @@ def test_fwdgen_trial_through_vfwd(real_lab, params, mode, prio):
     assert fwdgen.exists(), f"{fwdgen} not built (make -C native)"
     d = VfwdDut({"mode": "router", **params})
     d.check()
-    d.setup(real_lab)
+    d.setup(real_lab.dut_host())
     try:
         desc = d.describe()
         assert desc["rx_mode_used"] == mode and desc["sched_priority_used"] == prio
@@ -429,7 +417,7 @@ def test_fwdgen_trial_through_vfwd(real_lab, params, mode, prio):
         assert [p for _t, p in fifo] == [prio], fifo      # the one worker, nothing else
         tasks = os.listdir(f"/proc/{d._proc.pid}/task")
         assert all(os.sched_getaffinity(int(t)) == {real_lab.dut_cpu} for t in tasks), tasks
-        macs = d.peer_macs(real_lab)
+        macs = d.peer_macs(real_lab.dut_host())
         p0, p1 = real_lab.ports[0], real_lab.ports[1]
         spec = {"ports": [{"ifname": p.tg.ifname, "mac": p.tg.mac, "peer_mac": macs[p.tg.ifname],
                            "backend": "auto"} for p in (p0, p1)],

@@ -142,7 +142,7 @@ def driver_for(lab):
     def make(**params):
         d = XdpDut(XdpDut.validate(params, "dut[0].params"))
         d.check()
-        d.setup(lab)
+        d.setup(lab.dut_host())
         made.append(d)
         return d
 
@@ -327,7 +327,7 @@ def test_describe_and_teardown(lab):
     routes_before = lab.dut_exec.run(["ip", "route", "show"]).stdout
     neigh_before = sorted(lab.dut_exec.run(["ip", "neigh", "show"]).stdout.splitlines())
     d = XdpDut(XdpDut.validate({"mode": "router", "routes": 8, "routes6": 4}, "dut[0].params"))
-    d.setup(lab)
+    d.setup(lab.dut_host())
     try:
         desc = d.describe()
         assert desc["dut"] == "xdp" and desc["mode"] == "router"
@@ -360,7 +360,7 @@ def test_loader_refuses_a_second_attach_and_bad_input(lab):
     _built()
     binary, _ = fb_xdp_paths()
     d = XdpDut({"mode": "xconnect"})
-    d.setup(lab)
+    d.setup(lab.dut_host())
     try:
         # a second attach must not clobber the first
         r = lab.dut_exec.run([str(binary), "attach", "--mode", "router", "--ifaces",
@@ -382,7 +382,7 @@ from fwdbench.lab import Lab, LabConfig
 cpus = sorted(os.sched_getaffinity(0))
 lab = Lab.up(LabConfig(gen_cpu=cpus[0], dut_cpu=cpus[-1]))
 d = XdpDut({"mode": "router"})
-d.setup(lab)
+d.setup(lab.dut_host())
 print(json.dumps({"run_id": lab.run_id,
                   "prog_ids": [p["prog_id"] for p in d.describe()["programs"]]}), flush=True)
 time.sleep(60)

@@ -13,7 +13,7 @@ import math
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
                       model_validator)
@@ -44,16 +44,30 @@ class CampaignInfo(Strict):
         return v
 
 
-class Testbed(Strict):
-    type: Literal["netns", "sim"] = Field(
-        "netns", description="netns: the local veth lab (root); sim: simulated DUTs only")
-    gen_cpu: int = Field(0, ge=0, description="CPU of the generator (and its NAPI threads)")
-    dut_cpu: int = Field(1, ge=0, description="CPU of the DUT (and its NAPI threads)")
+class TestbedBase(Strict):
+    """What every testbed kind has: the nominal link rate and a load cap."""
     line_rate: str | float = Field(
         "10Gbps", description="nominal L1 rate of the lab links [bit/s]; caps loads")
     max_load: str | float | None = Field(
         None, description="cap on the load per direction [pps] (generator or lab limit); "
                           "'%' loads are shares of min(line rate, max_load)")
+
+    @field_validator("line_rate")
+    @classmethod
+    def _line_rate(cls, v):
+        try:
+            parse_bitrate(v)
+        except UnitError as e:
+            raise ValueError(str(e)) from None
+        return v
+
+
+class NetnsTestbed(TestbedBase):
+    """``type = "netns"``: the local veth lab on this host (root)."""
+    type: Literal["netns"] = Field(
+        "netns", description="netns: the local veth lab (root); sim: simulated DUTs only")
+    gen_cpu: int = Field(0, ge=0, description="CPU of the generator (and its NAPI threads)")
+    dut_cpu: int = Field(1, ge=0, description="CPU of the DUT (and its NAPI threads)")
     kernel_tuning: bool = Field(True, description="GRO + threaded NAPI pinned per side")
     # Measured here (shared 2-core VM, linux router, 64 B): with FIFO 50 the router
     # delivered 88-96 % at 100-400 kpps where plain CFS NAPI threads delivered 48-80 %.
@@ -69,14 +83,15 @@ class Testbed(Strict):
                                           "rings of vfwd and testpmd (0: veth's own "
                                           "256-frame ring and threaded NAPI on the DUT CPU)")
 
-    @field_validator("line_rate")
-    @classmethod
-    def _line_rate(cls, v):
-        try:
-            parse_bitrate(v)
-        except UnitError as e:
-            raise ValueError(str(e)) from None
-        return v
+
+class SimTestbed(TestbedBase):
+    """``type = "sim"``: simulated DUTs, no packets (tests of searches and reports)."""
+    type: Literal["sim"]
+
+
+#: ``[testbed]``, one model per kind, chosen by ``type`` (netns when omitted)
+Testbed = Annotated[Union[NetnsTestbed, SimTestbed], Field(discriminator="type")]
+TESTBED_TYPES = ("netns", "sim")
 
 
 class TrialSettings(Strict):
@@ -139,13 +154,25 @@ class DutSpec(Strict):
 
 class CampaignFile(Strict):
     campaign: CampaignInfo
-    testbed: Testbed = Field(default_factory=Testbed)
+    testbed: Testbed = Field(default_factory=NetnsTestbed)
     trial: TrialSettings = Field(default_factory=TrialSettings)
     dut: list[DutSpec] = Field(min_length=1)
     profile: list[Profile] = Field(min_length=1)
+    generator: dict[str, Any] = Field(
+        default_factory=dict, description="the traffic generator: type = \"fwdgen\" "
+                                          "(default) and its settings")
     search: dict[str, Any] = Field(default_factory=lambda: {"type": "sweep", "loads": ["10%"]})
     energy: dict[str, Any] = Field(default_factory=dict)
     matrix: dict[str, list[Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _testbed_type(cls, data: Any) -> Any:
+        # ``type`` picks the testbed model; a [testbed] table without it is netns
+        if isinstance(data, dict) and isinstance(data.get("testbed"), dict) \
+                and "type" not in data["testbed"]:
+            data = {**data, "testbed": {**data["testbed"], "type": "netns"}}
+        return data
 
 
 class Scenario(BaseModel):
@@ -169,6 +196,13 @@ class Campaign(BaseModel):
     text: str
     file: CampaignFile
     scenarios: list[Scenario]
+    generator_type: str = "fwdgen"
+    generator_settings: dict[str, Any] = Field(default_factory=dict)
+
+    def make_generator(self, tester):
+        """The campaign's generator on ``tester`` (traffic.base.TesterHost)."""
+        from .traffic import GENERATORS
+        return GENERATORS[self.generator_type](self.generator_settings, tester)
 
     @property
     def name(self) -> str:
@@ -202,8 +236,27 @@ def build_campaign(raw: dict[str, Any], path: str = "<campaign>", text: str = ""
     _check_names(cf, path)
     from .meters import parse_energy_settings
     parse_energy_settings(cf.energy, file=path)
+    gen_type, gen_settings = _generator(cf, path)
     scenarios = expand(cf, path)
-    return Campaign(path=path, text=text, file=cf, scenarios=scenarios)
+    return Campaign(path=path, text=text, file=cf, scenarios=scenarios,
+                    generator_type=gen_type, generator_settings=gen_settings)
+
+
+def _generator(cf: CampaignFile, path: str) -> tuple[str, dict[str, Any]]:
+    """``[generator]``: its type (fwdgen when omitted) and validated settings."""
+    from .traffic import GENERATORS
+    settings = dict(cf.generator)
+    kind = settings.pop("type", "fwdgen")
+    if kind not in GENERATORS:
+        raise CampaignError(f"{path}: generator.type: {kind!r} is not a generator "
+                            f"({', '.join(sorted(GENERATORS))})")
+    if cf.testbed.type == "sim" and (kind != "fwdgen" or settings):
+        raise CampaignError(f"{path}: generator: the sim testbed has no generator "
+                            f"(simulated DUTs answer trials themselves); remove [generator]")
+    try:
+        return kind, GENERATORS[kind].validate(settings, "generator")
+    except CampaignError as e:
+        raise CampaignError(f"{path}: {e}") from None
 
 
 def _check_names(cf: CampaignFile, path: str) -> None:
@@ -217,7 +270,7 @@ def _check_names(cf: CampaignFile, path: str) -> None:
                 raise CampaignError(f"{path}: {kind}[{i}].name: {it.name!r} is used twice; "
                                     "names must be unique")
             seen.add(it.name)
-    if cf.testbed.gen_cpu == cf.testbed.dut_cpu and cf.testbed.type == "netns":
+    if cf.testbed.type == "netns" and cf.testbed.gen_cpu == cf.testbed.dut_cpu:
         raise CampaignError(f"{path}: testbed.dut_cpu: the generator and the DUT must run on "
                             f"different CPUs (both are {cf.testbed.gen_cpu})")
 

@@ -22,6 +22,7 @@ from .host import host_facts
 from .progress import Progress
 from .search_config import search_settings
 from .store import ResultsStore, is_store_url, open_store
+from .testbed import open_testbed
 from .trial import TrialResult
 from .units import parse_duration
 
@@ -112,7 +113,7 @@ class ScenarioRun:
         self.store = store
         self.sc = scenario
         self.sid = scenario_id
-        self.execute = execute          # testbeds.Execute
+        self.execute = execute          # trialrun.Execute
         self.progress = progress
         self.ran = 0
         self.replayed = 0
@@ -179,7 +180,7 @@ def run_campaign(campaign: Campaign, store: ResultsStore, *, progress: Progress,
     ran = replayed = done = 0
     lab_desc: dict = {}
     with sigterm_as_interrupt(), ExitStack() as stack:
-        backend = stack.enter_context(testbed_for(campaign))
+        backend = stack.enter_context(open_testbed(campaign))
         lab_desc = backend.describe()
         # Where the traffic ran (CPU placement, tuning, generator) is part of the host facts;
         # a resumed run records its own testbed under its start time.
@@ -224,17 +225,6 @@ def goals_for_store(result) -> dict[str, tuple[float | None, dict]]:
 def _warmup_load(sc: Scenario) -> float:
     loads = sc.search.get("loads_pps")
     return max(loads) if loads else 0.5 * sc.max_load_pps
-
-
-@contextmanager
-def testbed_for(campaign: Campaign):
-    if campaign.file.testbed.type == "sim":
-        from .testbeds import SimTestbed
-        yield SimTestbed(campaign)
-    else:
-        from .testbeds import NetnsTestbed
-        with NetnsTestbed(campaign) as tb:
-            yield tb
 
 
 def summary_lines(s: RunSummary) -> list[str]:

@@ -1,4 +1,4 @@
-"""Build fwdgen's trial spec (contracts.md, 1) from the lab, a profile and a load."""
+"""Build fwdgen's trial spec (contracts.md, 1) from the tester, a profile and a load."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,16 +7,19 @@ from .campaign import Profile, TrialSettings
 from .units import parse_duration
 
 
-def build_spec(lab, profile: Profile, trial: TrialSettings, load_pps: float,
+def build_spec(tester, profile: Profile, trial: TrialSettings, load_pps: float,
                duration_s: float, *, peer_macs: dict[str, str] | None = None,
                warmup: bool = True, latency: bool = False,
                burst_period_us: float | None = None) -> dict[str, Any]:
     """Streams: tg0 -> tg1 (and tg1 -> tg0 for bidirectional), flows in the lab's flow nets.
 
+    ``tester``: where fwdgen runs (traffic.base.TesterHost, or a Lab's
+    ``tester_host()``): its ports (tester side ``.tg``) and CPUs.
+
     ``peer_macs`` (from the DUT driver) is the destination MAC per tg port: the DUT
     port's for L3 data planes, the other tg port's for L2 modes. ``burst_period_us``
     sets fwdgen's pacing granularity (None: fwdgen's default; contracts.md, 1)."""
-    p0, p1 = lab.ports[0], lab.ports[1]
+    p0, p1 = tester.ports[0], tester.ports[1]
     if profile.l3 == "ipv4":
         net0, net1 = p0.flows4, p1.flows4
     else:
@@ -44,6 +47,6 @@ def build_spec(lab, profile: Profile, trial: TrialSettings, load_pps: float,
         "warmup_s": parse_duration(trial.warmup) if warmup else 0.0,
         "drain_s": parse_duration(trial.drain),
         "latency": {"enabled": trial.latency_stream or latency, "rate_pps": trial.latency_rate},
-        "cpus": {"tx": [lab.gen_cpu], "rx": [lab.gen_cpu]},
+        "cpus": {"tx": [tester.cpus[0]], "rx": [tester.cpus[0]]},
         "samples": True,
     }

@@ -69,6 +69,8 @@ def campaign_error(err: ValidationError, model: type[BaseModel] | None = None, *
     groups: dict[str, list[tuple[dict, _Resolved]]] = {}
     for e in err.errors():
         r = _resolve(model, e["loc"])
+        if e["type"] == "union_tag_invalid":    # the path names the discriminator (type)
+            r.parts.append(str((e.get("ctx") or {}).get("discriminator", "type")).strip("'"))
         path = _path(where, r.parts)
         groups.setdefault(path, []).append((e, r))
     head = [x for x in (file, context) if x]
@@ -133,6 +135,9 @@ def _union_member(tp: Any, tag: str) -> Any:
             return a
         if isinstance(a, type) and a.__name__ == tag:
             return a
+        if _is_model(a) and "type" in a.model_fields and \
+                tag in get_args(a.model_fields["type"].annotation):
+            return a        # a discriminated union's member, tagged by its ``type``
     return None
 
 
@@ -265,6 +270,10 @@ def _message(e: dict, r: _Resolved) -> str:
         return f"unknown key{_did_you_mean(key, keys)} (allowed keys: {', '.join(keys)})"
     if kind == "missing":
         return "required but missing"
+    if kind == "union_tag_invalid":
+        tags = re.findall(r"'([^']*)'", str(ctx.get("expected_tags", "")))
+        return (f"{_show(ctx.get('tag'))} is not allowed{_did_you_mean(ctx.get('tag'), tags)} "
+                f"(allowed values: {', '.join(repr(t) for t in tags)})")
     if kind in ("literal_error", "enum"):
         values = _allowed_values(r)
         if values is not None:

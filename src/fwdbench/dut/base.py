@@ -2,15 +2,20 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from .host import DutHost
 
 
 class DutDriver(ABC):
-    """One data plane under test, configured inside the lab's DUT namespace.
+    """One data plane under test, configured on a DUT host (dut/host.py).
 
-    Lifecycle: ``validate`` (plan time, no side effects) -> ``check`` (probe
-    tools) -> ``setup(lab)`` -> ``counters()`` around each trial ->
-    ``teardown()``. ``describe()`` feeds the report.
+    Lifecycle: ``validate`` (plan time, no side effects) -> ``check(host)``
+    (probe tools on the DUT host) -> ``setup(host)`` -> ``counters()`` around
+    each trial -> ``teardown()``. ``describe()`` feeds the report. Every side
+    effect goes through ``host.exec``, so a driver runs unchanged on the netns
+    lab and on a remote DUT host.
     """
 
     name: ClassVar[str]
@@ -33,18 +38,23 @@ class DutDriver(ABC):
     def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
         """Return normalised params or raise CampaignError naming ``where``.<field>."""
 
-    def check(self) -> None:
-        """Raise DutError if a tool or kernel feature this DUT needs is missing."""
+    def check(self, host: "DutHost | None" = None) -> None:
+        """Raise DutError if a tool or kernel feature this DUT needs is missing on
+        ``host`` (None: this machine, before any testbed exists)."""
 
-    def peer_macs(self, lab=None) -> dict[str, str]:
-        """Destination MAC the generator writes on each tg port: the DUT port's MAC
-        (an L3 DUT); L2 modes (bridge, xconnect) override it with the other tg port's."""
-        from ..lab import PORTS
-        return {p.tg.ifname: p.dut.mac for p in PORTS}
+    def peer_macs(self, host: "DutHost | None" = None) -> dict[str, str]:
+        """Destination MAC the generator writes on each tester port: the DUT port's
+        MAC (an L3 DUT); L2 modes (bridge, xconnect) override it with the other
+        tester port's. ``host`` None: the lab's addressing plan."""
+        return {p.tg.ifname: p.dut.mac for p in _ports(host)}
+
+    def pids(self) -> list[int]:
+        """Processes whose CPU time is the DUT's (for the CPU and energy meters)."""
+        return []
 
     @abstractmethod
-    def setup(self, lab) -> None:
-        """Configure the data plane on lab.dut_ns (argv lists only)."""
+    def setup(self, host: "DutHost") -> None:
+        """Configure the data plane on ``host`` (argv lists only, through host.exec)."""
 
     @abstractmethod
     def counters(self) -> dict[str, int]:
@@ -57,3 +67,10 @@ class DutDriver(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """Versions and settings for the report."""
+
+
+def _ports(host: "DutHost | None"):
+    if host is None:
+        from ..lab import PORTS
+        return PORTS
+    return host.ports

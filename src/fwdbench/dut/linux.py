@@ -1,4 +1,4 @@
-"""The ``linux`` DUT: the kernel's own data planes in the lab's DUT namespace.
+"""The ``linux`` DUT: the kernel's own data planes on the DUT host.
 
 Modes (``params.mode``):
 
@@ -32,7 +32,8 @@ from typing import Any
 
 from ..errors import CampaignError, DutError, FwdbenchError
 from ..lab.addressing import BRIDGE_MAC, PORTS
-from ..lab.netlink import RTPROT_FWDBENCH, RouteSpec, bulk_routes
+from ..lab.executor import Executor
+from ..lab.netlink import RTPROT_FWDBENCH, RouteSpec
 from . import register
 from .base import DutDriver
 
@@ -81,7 +82,7 @@ def _filler(net: ipaddress._BaseNetwork, plen: int, count: int) -> Iterator[tupl
         yield (base + i * step).to_bytes(nbytes, "big"), plen
 
 
-def fib_layout(routes: int, family: int) -> tuple[list[RouteSpec], dict[str, Any]]:
+def fib_layout(routes: int, family: int, ports=PORTS) -> tuple[list[RouteSpec], dict[str, Any]]:
     """The routes for a FIB of ``routes`` entries and a description of them.
 
     - 1 route: the flow range behind tg1 via tg1 (tg0 -> tg1 traffic only).
@@ -100,7 +101,7 @@ def fib_layout(routes: int, family: int) -> tuple[list[RouteSpec], dict[str, Any
     if not 1 <= routes <= MAX_ROUTES:
         raise ValueError(f"routes {routes} outside 1..{MAX_ROUTES}")
     v6 = family == socket.AF_INET6
-    p0, p1 = PORTS
+    p0, p1 = ports[:2]
     flows0 = ipaddress.ip_network(p0.flows6 if v6 else p0.flows4)
     flows1 = ipaddress.ip_network(p1.flows6 if v6 else p1.flows4)
     gw0 = p0.tg.ip6 if v6 else p0.tg.ip4
@@ -135,7 +136,7 @@ def _is_int(v: Any) -> bool:
 
 @register
 class LinuxDut(DutDriver):
-    """Linux kernel forwarding in the lab's DUT namespace."""
+    """Linux kernel forwarding on the DUT host (the lab's DUT namespace)."""
 
     name = "linux"
     kernel_stack = True
@@ -143,7 +144,7 @@ class LinuxDut(DutDriver):
 
     def __init__(self, params: dict[str, Any]):
         super().__init__(self.validate(params, "params"))
-        self.lab = None
+        self.host = None
         self._done: list[str] = []      # setup steps applied, undone in reverse
         self._fib: dict[str, Any] = {}
         self._nft_ruleset = ""
@@ -176,25 +177,24 @@ class LinuxDut(DutDriver):
             raise CampaignError(f"{where}.learning: {out['learning']!r} must be true or false")
         return out
 
-    def check(self) -> None:
-        import shutil
+    def check(self, host=None) -> None:
+        ex = host.exec if host is not None else Executor(None)
         need = {"router": ["ip", "ethtool"], "nat": ["ip", "ethtool", "nft"],
                 "bridge": ["ip", "ethtool"], "xconnect": ["ip", "ethtool", "tc"]}[self.mode]
-        missing = [t for t in need if shutil.which(t) is None]
+        missing = ex.missing_tools(need)
         if missing:
             raise DutError(f"linux DUT mode {self.mode}: missing tools {', '.join(missing)} "
                            f"(apt-get install iproute2 nftables ethtool)")
-        if os.geteuid() != 0:
+        if host is None and os.geteuid() != 0:
             raise DutError("linux DUT: needs root (network namespaces); run with sudo")
-        kcfg = _kernel_config()
+        kcfg = ex.kernel_config()
         if kcfg:
             bad = [o for o in KERNEL_OPTIONS[self.mode] if kcfg.get(o) not in ("y", "m")]
             if bad:
-                raise DutError(f"linux DUT mode {self.mode}: kernel {os.uname().release} lacks "
+                raise DutError(f"linux DUT mode {self.mode}: kernel {ex.kernel_release()} lacks "
                                f"{', '.join(bad)} (/proc/config.gz)")
         if self.mode == "nat":      # nft -c: the kernel evaluates the ruleset, nothing is applied
-            from ..lab import Executor
-            cp = Executor(None).run(["nft", "-c", "-f", "-"], input=self._ruleset(True), check=False)
+            cp = ex.run(["nft", "-c", "-f", "-"], input=self._ruleset(True, PORTS), check=False)
             if cp.returncode != 0:
                 raise DutError(f"linux DUT mode nat: nftables NAT not usable: {cp.stderr.strip()}")
 
@@ -202,18 +202,22 @@ class LinuxDut(DutDriver):
     def mode(self) -> str:
         return self.params["mode"]
 
-    def peer_macs(self, lab=None) -> dict[str, str]:
+    def peer_macs(self, host=None) -> dict[str, str]:
         """Destination MAC the generator writes on each tg port for this mode."""
-        p0, p1 = PORTS
+        p0, p1 = host.ports[:2] if host is not None else PORTS
         if self.mode in ("bridge", "xconnect"):
             return {p0.tg.ifname: p1.tg.mac, p1.tg.ifname: p0.tg.mac}
         return {p0.tg.ifname: p0.dut.mac, p1.tg.ifname: p1.dut.mac}
 
     # --- setup / teardown --------------------------------------------------------
-    def setup(self, lab) -> None:
-        if self.lab is not None:
+    @property
+    def ports(self):
+        return self.host.ports[:2]
+
+    def setup(self, host) -> None:
+        if self.host is not None:
             raise DutError("linux DUT: setup() called twice without teardown()")
-        self.lab = lab
+        self.host = host
         try:
             getattr(self, f"_setup_{self.mode}")()
         except BaseException as e:      # also SIGINT/SIGTERM mid-setup: undo, then unwind
@@ -224,39 +228,39 @@ class LinuxDut(DutDriver):
             if isinstance(e, FwdbenchError) or not isinstance(e, Exception):
                 raise
             if isinstance(e, OSError) or type(e).__name__ == "NetlinkError":   # ours / pyroute2's
-                raise DutError(f"linux DUT mode {self.mode} in {lab.dut_ns}: {e}") from e
+                raise DutError(f"linux DUT mode {self.mode} in {host.name}: {e}") from e
             raise
 
     def _forwarding(self, on: bool) -> None:
         v = 1 if on else 0
-        self.lab.dut_exec.sysctl_set({"net.ipv4.ip_forward": v,
-                                      "net.ipv6.conf.all.forwarding": v})
+        self.host.exec.sysctl_set({"net.ipv4.ip_forward": v,
+                                   "net.ipv6.conf.all.forwarding": v})
 
     def _setup_router(self) -> None:
-        ns = self.lab.dut_ns
+        ex = self.host.exec
         self._forwarding(True)
         self._done.append("forwarding")
         self._fib = {}
         families = [(socket.AF_INET, "routes", "ipv4")]
-        if self.lab.cfg.ipv6:
+        if self.host.ipv6:
             families.append((socket.AF_INET6, "routes6", "ipv6"))
         self._done.append("routes")
         nh = []
         for fam, _k, _l in families:
-            for idx, p in enumerate(PORTS):
+            for idx, p in enumerate(self.ports):
                 gw = p.tg.ip6 if fam == socket.AF_INET6 else p.tg.ip4
                 nh.append(f"nexthop replace id {NHIDS[fam, idx]} via {gw} dev {p.dut.ifname} "
                           f"proto {RTPROT_FWDBENCH}")
-        self.lab.dut_exec.run(["ip", "-batch", "-"], input="\n".join(nh) + "\n")
+        ex.run(["ip", "-batch", "-"], input="\n".join(nh) + "\n")
         for fam, key, label in families:
-            specs, desc = fib_layout(self.params[key], fam)
+            specs, desc = fib_layout(self.params[key], fam, self.ports)
             t = time.perf_counter()
-            desc["installed"] = bulk_routes(ns, specs)
+            desc["installed"] = ex.bulk_routes(specs)
             desc["install_s"] = round(time.perf_counter() - t, 3)
             self._fib[label] = desc
 
-    def _ruleset(self, ipv6: bool) -> str:
-        p0, p1 = PORTS
+    def _ruleset(self, ipv6: bool, ports) -> str:
+        p0, p1 = ports[:2]
         act4 = f"snat ip to {p1.dut.ip4}" if self.params["nat"] == "snat" else "masquerade"
         act6 = f"snat ip6 to {p1.dut.ip6}" if self.params["nat"] == "snat" else "masquerade"
         rules = [f'oifname "{p1.dut.ifname}" ip saddr {p0.flows4} counter {act4}']
@@ -270,12 +274,12 @@ class LinuxDut(DutDriver):
 
     def _setup_nat(self) -> None:
         self._setup_router()
-        self._nft_ruleset = self._ruleset(self.lab.cfg.ipv6)
+        self._nft_ruleset = self._ruleset(self.host.ipv6, self.ports)
         self._done.append("nft")
-        self.lab.dut_exec.run(["nft", "-f", "-"], input=self._nft_ruleset)
+        self.host.exec.run(["nft", "-f", "-"], input=self._nft_ruleset)
 
     def _setup_bridge(self) -> None:
-        ex = self.lab.dut_exec
+        ex = self.host.exec
         self._forwarding(False)
         self._done.append("bridge")
         with ex.iproute() as ipr:
@@ -284,7 +288,7 @@ class LinuxDut(DutDriver):
             br = ipr.link_lookup(ifname="br0")[0]
             ex.sysctl_set({"net.ipv6.conf.br0.disable_ipv6": 1})
             learning = 1 if self.params["learning"] else 0
-            for p in PORTS:
+            for p in self.ports:
                 idx = ipr.link_lookup(ifname=p.dut.ifname)[0]
                 ipr.flush_addr(index=idx)
                 ipr.link("set", index=idx, master=br)
@@ -295,10 +299,10 @@ class LinuxDut(DutDriver):
             ipr.link("set", index=br, state="up")
 
     def _setup_xconnect(self) -> None:
-        ex = self.lab.dut_exec
+        ex = self.host.exec
         self._forwarding(False)
         self._done.append("tc")
-        a, b = (p.dut.ifname for p in PORTS)
+        a, b = (p.dut.ifname for p in self.ports)
         lines = []
         for src, dst in ((a, b), (b, a)):
             lines += [f"qdisc add dev {src} ingress",
@@ -307,74 +311,63 @@ class LinuxDut(DutDriver):
         ex.run(["tc", "-batch", "-"], input="\n".join(lines) + "\n")
 
     def teardown(self) -> None:
-        lab, self.lab = self.lab, None
-        if lab is None:
+        host, self.host = self.host, None
+        if host is None:
             return
         errors = []
-        ex = lab.dut_exec
+        ex = host.exec
         for step in reversed(self._done):
             try:
                 if step == "forwarding":
                     ex.sysctl_set({"net.ipv4.ip_forward": 0, "net.ipv6.conf.all.forwarding": 0})
                 elif step == "routes":
-                    self._flush_routes(lab)
+                    self._flush_routes(ex)
                 elif step == "nft":
                     ex.run(["nft", "delete", "table", "inet", NFT_TABLE], check=False)
-                    self._conntrack_flush(lab)
+                    ex.conntrack_flush()
                 elif step == "bridge":
                     with ex.iproute() as ipr:
                         idx = ipr.link_lookup(ifname="br0")
                         if idx:
                             ipr.link("del", index=idx[0])
                 elif step == "tc":
-                    for p in PORTS:
+                    for p in host.ports[:2]:
                         ex.run(["tc", "qdisc", "del", "dev", p.dut.ifname, "ingress"], check=False)
             except Exception as e:      # keep undoing the rest
                 errors.append(f"{step}: {e}")
         self._done = []
         try:
-            lab.dut_baseline()
+            host.restore_ports()
         except Exception as e:
             errors.append(f"baseline: {e}")
         if errors:
-            raise DutError(f"linux DUT teardown ({self.mode}) in {lab.dut_ns}: " + "; ".join(errors))
+            raise DutError(f"linux DUT teardown ({self.mode}) in {host.name}: " + "; ".join(errors))
 
-    def _flush_routes(self, lab) -> None:
+    @staticmethod
+    def _flush_routes(ex: Executor) -> None:
         """Remove the FIB: deleting our nexthop objects drops every route using them."""
-        ex = lab.dut_exec
         ex.run(["ip", "-force", "-batch", "-"], check=False,
                input="".join(f"nexthop del id {i}\n" for i in NHIDS.values()))
         for fam in ("-4", "-6"):        # anything of ours not using them (none normally)
             ex.run(["ip", fam, "route", "flush", "proto", str(RTPROT_FWDBENCH)], check=False)
 
     # --- observation ---------------------------------------------------------------
-    def _conntrack_flush(self, lab) -> None:
-        """Forget NAT bindings (conntrack entries) of the DUT namespace."""
-        from pyroute2 import Conntrack
-
-        from ..lab.netlink import in_netns
-        with in_netns(lab.dut_ns):      # pyroute2 opens the socket at the first request
-            ct = Conntrack()
-            try:
-                ct.flush()
-            finally:
-                ct.close()
-
     def counters(self) -> dict[str, int]:
-        if self.lab is None:
+        if self.host is None:
             raise DutError("linux DUT: counters() before setup()")
+        ex = self.host.exec
         out: dict[str, int] = {}
-        for ifn, c in self.lab.interface_counters("dut").items():
+        for ifn, c in self.host.interface_counters().items():
             for k, v in c.items():
                 out[f"{ifn}.{k}"] = v
         if self.mode in ("router", "nat"):
-            snmp = self.lab.dut_exec.read_proc_net("snmp")
+            snmp = ex.read_proc_net("snmp")
             out |= _snmp_fields(snmp, "Ip", {"ForwDatagrams": "ip4.forwarded",
                                               "InNoRoutes": "ip4.no_route",
                                               "InAddrErrors": "ip4.addr_errors",
                                               "OutDiscards": "ip4.out_discards"})
-            if self.lab.cfg.ipv6:
-                snmp6 = self.lab.dut_exec.read_proc_net("snmp6")
+            if self.host.ipv6:
+                snmp6 = ex.read_proc_net("snmp6")
                 for line in snmp6.splitlines():
                     k, _, v = line.partition(" ")
                     name = {"Ip6OutForwDatagrams": "ip6.forwarded",
@@ -383,43 +376,46 @@ class LinuxDut(DutDriver):
                     if name:
                         out[name] = int(v.strip())
         if self.mode == "nat":
-            cp = self.lab.dut_exec.run(["nft", "-j", "list", "table", "inet", NFT_TABLE], check=False)
+            cp = ex.run(["nft", "-j", "list", "table", "inet", NFT_TABLE], check=False)
             if cp.returncode == 0:
                 pk = by = 0
                 for item in json.loads(cp.stdout).get("nftables", []):
-                    for ex in item.get("rule", {}).get("expr", []):
-                        if "counter" in ex:
-                            pk += ex["counter"]["packets"]
-                            by += ex["counter"]["bytes"]
+                    for e in item.get("rule", {}).get("expr", []):
+                        if "counter" in e:
+                            pk += e["counter"]["packets"]
+                            by += e["counter"]["bytes"]
                 out["nat.packets"] = pk
                 out["nat.bytes"] = by
-            n = self.lab.dut_exec.sysctl_get(["net.netfilter.nf_conntrack_count"])
+            n = ex.sysctl_get(["net.netfilter.nf_conntrack_count"])
             if n["net.netfilter.nf_conntrack_count"] is not None:
                 out["conntrack.entries"] = int(n["net.netfilter.nf_conntrack_count"])
         return out
 
     def describe(self) -> dict[str, Any]:
-        lab = self.lab
+        host = self.host
         d: dict[str, Any] = {"dut": self.name, "mode": self.mode, "params": dict(self.params),
-                             "kernel": os.uname().release, "peer_macs": self.peer_macs()}
-        if lab is None:
+                             "peer_macs": self.peer_macs(host)}
+        if host is None:
+            d["kernel"] = os.uname().release
             return d
-        ex = lab.dut_exec
+        ex = host.exec
+        d["kernel"] = ex.kernel_release()
+        ports = host.ports[:2]
         keys = ["net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding",
                 "net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter",
                 "net.ipv6.conf.all.accept_dad", "net.ipv4.fib_multipath_hash_policy"]
-        for p in PORTS:
+        for p in ports:
             keys.append(f"net.ipv4.conf.{p.dut.ifname}.rp_filter")
         if self.mode == "nat":
             keys += ["net.netfilter.nf_conntrack_max", "net.netfilter.nf_conntrack_buckets",
                      "net.netfilter.nf_conntrack_udp_timeout"]
         d["sysctls"] = ex.sysctl_get(keys)
-        from ..lab import Executor
-        d["sysctls"] |= Executor(None).sysctl_get(
+        # global (not per namespace) sysctls: the host namespace's on a netns host
+        d["sysctls"] |= (Executor(None) if host.kind == "netns" else ex).sysctl_get(
             ["net.core.netdev_budget", "net.core.netdev_budget_usecs", "net.core.dev_weight",
              "net.core.netdev_max_backlog"])
         offloads = {}
-        for p in PORTS:
+        for p in ports:
             cp = ex.run(["ethtool", "-k", p.dut.ifname], check=False)
             offloads[p.dut.ifname] = _parse_ethtool_k(cp.stdout) if cp.returncode == 0 else None
             try:
@@ -442,11 +438,11 @@ class LinuxDut(DutDriver):
             d["bridge"] = {"name": "br0", "mac": BRIDGE_MAC, "stp": False, "mcast_snooping": False,
                            "learning": self.params["learning"],
                            "static_fdb": {} if self.params["learning"] else
-                           {p.dut.ifname: p.tg.mac for p in PORTS}}
+                           {p.dut.ifname: p.tg.mac for p in ports}}
         if self.mode == "xconnect":
             d["xconnect"] = {"tc": "ingress u32 match-all, mirred egress redirect",
-                             "pairs": [f"{PORTS[0].dut.ifname}->{PORTS[1].dut.ifname}",
-                                       f"{PORTS[1].dut.ifname}->{PORTS[0].dut.ifname}"]}
+                             "pairs": [f"{ports[0].dut.ifname}->{ports[1].dut.ifname}",
+                                       f"{ports[1].dut.ifname}->{ports[0].dut.ifname}"]}
         return d
 
 
@@ -457,16 +453,6 @@ KERNEL_OPTIONS = {
     "bridge": ("CONFIG_VETH", "CONFIG_BRIDGE"),
     "xconnect": ("CONFIG_VETH", "CONFIG_NET_CLS_U32", "CONFIG_NET_ACT_MIRRED"),
 }
-
-
-def _kernel_config() -> dict[str, str]:
-    """``CONFIG_X -> y/m`` from /proc/config.gz; empty if the kernel does not expose it."""
-    import gzip
-    try:
-        with gzip.open("/proc/config.gz", "rt") as f:
-            return dict(ln.strip().split("=", 1) for ln in f if ln.startswith("CONFIG_") and "=" in ln)
-    except OSError:
-        return {}
 
 
 def _snmp_fields(text: str, section: str, want: dict[str, str]) -> dict[str, int]:

@@ -23,7 +23,7 @@ class SimDriver(DutDriver):
         from ..sim import SimParams
         return parse_params(SimParams, params, where).model_dump(mode="json")
 
-    def setup(self, lab) -> None:
+    def setup(self, host) -> None:
         pass
 
     def counters(self) -> dict[str, int]:

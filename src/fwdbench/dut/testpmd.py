@@ -267,7 +267,7 @@ class DpdkTestpmdDut(DutDriver):
         self.afxdp_rx = (self.p.pmd == "af_xdp" or self.p.pmd == "auto" and self.p.queues == 1
                          and pmd_available("af_xdp"))
         self._exec = None
-        self._lab = None
+        self._host = None
         self._proc: subprocess.Popen | None = None
         self._console: _Console | None = None
         self._lock = threading.Lock()
@@ -306,18 +306,20 @@ class DpdkTestpmdDut(DutDriver):
                                 f"installed (Debian: librte-net-{p.pmd.replace('_', '-')}23)")
         return p.model_dump(mode="json")
 
-    def peer_macs(self, lab=None) -> dict[str, str]:
+    def peer_macs(self, host=None) -> dict[str, str]:
         """Destination MAC the generator writes on each tg port for this mode."""
-        lab = lab or self._lab
-        if lab is None:
+        host = host or self._host
+        if host is None:
             from ..lab import PORTS as ports
         else:
-            ports = list(lab.ports)[:2]
+            ports = list(host.ports)[:2]
         if self.p.mode == "io":  # frames arrive unchanged at the other tg port
             return {ports[0].tg_ifname: ports[1].tg_mac, ports[1].tg_ifname: ports[0].tg_mac}
         return {p.tg_ifname: p.dut_mac for p in ports}
 
-    def check(self) -> None:
+    def check(self, host=None) -> None:
+        # DPDK's PMDs, hugepages and runtime dirs are looked up on this machine:
+        # the netns lab's DUT host
         if not shutil.which(TESTPMD):
             raise DutError(f"testpmd: {TESTPMD} not found; install Debian's dpdk-dev "
                            f"(apt-get install --no-install-recommends dpdk-dev)")
@@ -330,20 +332,24 @@ class DpdkTestpmdDut(DutDriver):
 
     # ---- lifecycle ------------------------------------------------------------
 
-    def setup(self, lab) -> None:
+    def setup(self, host) -> None:
         if self._exec is not None:
             raise DutError("testpmd: setup() called twice without teardown()")
-        self._exec = lab.dut_exec
-        self._lab = lab
-        self._peer_macs = self.peer_macs(lab)
-        ports = list(lab.ports)[:2]
+        if host.kind != "netns":
+            raise DutError(f"testpmd: runs on the netns lab's DUT host only for now, not "
+                           f"on {host.kind} host {host.name} (its hugepages and DPDK "
+                           f"runtime files are managed on this machine)")
+        self._exec = host.exec
+        self._host = host
+        self._peer_macs = self.peer_macs(host)
+        ports = list(host.ports)[:2]
         if len(ports) != 2:
-            raise DutError(f"testpmd: the lab has {len(ports)} ports, testpmd needs 2")
-        self._ifaces = [_get(p, "dut_ifname") for p in ports]
-        tg_macs = [_get(p, "tg_mac") for p in ports]
-        dut_cpus = list(getattr(lab, "dut_cpus", None) or [lab.dut_cpu])
+            raise DutError(f"testpmd: the DUT host has {len(ports)} ports, testpmd needs 2")
+        self._ifaces = [p.dut.ifname for p in ports]
+        tg_macs = [p.tg.mac for p in ports]
+        dut_cpus = list(host.cpus)
         if self.p.cores > len(dut_cpus):
-            raise DutError(f"testpmd: cores = {self.p.cores} but the lab gives the DUT "
+            raise DutError(f"testpmd: cores = {self.p.cores} but the testbed gives the DUT "
                            f"{len(dut_cpus)} CPU(s) ({dut_cpus}); lower cores")
         self._cpus = dut_cpus[:self.p.cores]
         self._prefix = f"{PREFIX_STEM}{secrets.token_hex(4)}"
@@ -417,7 +423,7 @@ class DpdkTestpmdDut(DutDriver):
         self._restore_ports()
         self._release_memory()
         self._exec = None
-        self._lab = None
+        self._host = None
         if errors:
             raise DutError("; ".join(errors))
 
@@ -755,10 +761,6 @@ def _channels(text: str) -> tuple[int, int] | None:
     m = re.search(r"Pre-set maximums:.*?RX:\s*(\d+).*?Current hardware settings:.*?RX:\s*(\d+)",
                   text, re.S)
     return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def _get(p: Any, name: str) -> Any:
-    return p.get(name) if isinstance(p, dict) else getattr(p, name, None)
 
 
 def _text(v: Any) -> str:

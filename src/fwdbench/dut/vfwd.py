@@ -17,11 +17,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -30,10 +28,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import native
-from ..errors import CampaignError, DutError
+from ..errors import CampaignError, DutError, FwdbenchError
+from ..lab.executor import Executor
 from ..validation import parse_params
 from . import register
 from .base import DutDriver
+from .host import PortRx
 
 #: Flow networks and generator addresses when the lab does not say (design.md).
 DEFAULT_FLOWS = {"ip4": ("198.18.128.0/17", "198.19.128.0/17"),
@@ -201,8 +201,9 @@ def _addr(v: Any) -> str | None:
     return None if v is None else str(v).split("/")[0]
 
 
-def resolve_rx_mode(p: VfwdParams, cpus: list[int], lab) -> tuple[str, int]:
-    """(rx_mode, sched_priority) for this lab: the ``auto`` and default choices.
+def resolve_rx_mode(p: VfwdParams, cpus: list[int], rx: PortRx | None) -> tuple[str, int]:
+    """(rx_mode, sched_priority) for the DUT ports' receive as the testbed runs
+    it (``rx``, DutHost.rx(); None: not managed): the ``auto`` and default choices.
 
     The lab's threaded NAPI (SCHED_FIFO ``napi_rt_priority`` on the DUT CPU)
     is what fills vfwd's AF_XDP rings. A worker spinning below it is
@@ -222,11 +223,11 @@ def resolve_rx_mode(p: VfwdParams, cpus: list[int], lab) -> tuple[str, int]:
     which then sent less (0.55 against 0.90 Mpps forwarded at 0.9 offered,
     3 trials each in one run, 2026-11-23).
     """
-    cfg = getattr(lab, "cfg", None)
-    napi_prio = int(getattr(cfg, "napi_rt_priority", 0) or 0)
-    lab_napi = bool(getattr(cfg, "kernel_tuning", False)) and napi_prio > 0
-    on_gen = lab_napi and getattr(lab, "dut_ingress", "napi") == "afxdp"
-    shared = lab_napi and not on_gen and getattr(lab, "dut_cpu", None) in cpus
+    rx = rx or PortRx()
+    napi_prio = rx.rt_priority if rx.managed else 0
+    lab_napi = rx.managed
+    on_gen = lab_napi and rx.ingress == "afxdp"
+    shared = lab_napi and not on_gen and rx.napi_cpu in cpus
     mode = p.rx_mode if p.rx_mode != "auto" else ("interrupt" if shared or on_gen else "poll")
     prio = p.sched_priority
     if prio is None:
@@ -237,13 +238,13 @@ def resolve_rx_mode(p: VfwdParams, cpus: list[int], lab) -> tuple[str, int]:
     if shared and mode != "interrupt" and prio > napi_prio:
         raise DutError(f"vfwd: rx_mode = {mode!r} with sched_priority = {prio} spins above "
                        f"the lab's NAPI threads (napi_rt_priority = {napi_prio}) on CPU "
-                       f"{lab.dut_cpu}, which then never fill its rings: use rx_mode = "
+                       f"{rx.napi_cpu}, which then never fill its rings: use rx_mode = "
                        f"\"interrupt\" or a sched_priority of at most {napi_prio}")
     return mode, prio
 
 
-def resolve_rings(p: VfwdParams, lab) -> tuple[int, int]:
-    """(ring_size, fill_depth) for this lab: the params if set; behind the
+def resolve_rings(p: VfwdParams, rx: PortRx | None) -> tuple[int, int]:
+    """(ring_size, fill_depth) for the DUT ports' receive: the params if set; behind the
     lab's ``afxdp`` ingress the rings hold its queue (testbed.dut_rx_queue)
     and the socket keeps that many buffers in the kernel; else RING_SIZE and
     a shallow FILL_DEPTH (docs/vfwd.md).
@@ -254,8 +255,8 @@ def resolve_rings(p: VfwdParams, lab) -> tuple[int, int]:
     nothing (2048) against 2 of 3 (256), at 1.5 Mpps offered 0 frames lost
     against 10805; rings of 4096 against 2048, 9 trials each: lossless 6
     against 5 at 0.6 Mpps and 6 against 4 at 0.9."""
-    queue = int(getattr(lab, "dut_queue", 0) or 0)
-    behind = getattr(lab, "dut_ingress", "napi") == "afxdp" and queue > 0
+    queue = rx.queue if rx is not None else 0
+    behind = rx is not None and rx.ingress == "afxdp" and queue > 0
     ring = p.ring_size or (min(max(RING_SIZE, 1 << (queue - 1).bit_length()), 16384)
                            if behind else RING_SIZE)
     if p.fill_depth is not None:
@@ -379,6 +380,7 @@ class VfwdDut(DutDriver):
         self.afxdp_rx = self.p.driver != "afpacket"
         self.binary = vfwd_binary()
         self._proc: subprocess.Popen | None = None
+        self._host = None
         self._dir: str | None = None
         self._sock = ""
         self._ready: dict[str, Any] = {}
@@ -401,25 +403,26 @@ class VfwdDut(DutDriver):
                                 f"{p.workers} worker(s); give at most one per worker")
         return p.model_dump(mode="json")
 
-    def check(self) -> None:
-        if not self.binary.exists():
-            raise DutError(f"vfwd: {self.binary} is missing; build it with "
+    def check(self, host=None) -> None:
+        ex = host.exec if host is not None else Executor(None)
+        binary = host.tool("vfwd") if host is not None else str(self.binary)
+        if not ex.exists(binary):
+            raise DutError(f"vfwd: {binary} is missing; build it with "
                            f"'make -C native/vfwd' (needs libxdp-dev, libbpf-dev)")
         try:
-            r = subprocess.run([str(self.binary), "--version"], capture_output=True, text=True,
-                               timeout=10)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise DutError(f"vfwd: {self.binary} --version failed: {e}") from None
+            r = ex.run([binary, "--version"], timeout=10, check=False)
+        except FwdbenchError as e:
+            raise DutError(f"vfwd: {binary} --version failed: {e}") from None
         if r.returncode != 0 or not r.stdout.startswith("vfwd "):
-            raise DutError(f"vfwd: {self.binary} --version: {r.stderr.strip() or r.stdout}")
+            raise DutError(f"vfwd: {binary} --version: {r.stderr.strip() or r.stdout}")
 
-    def peer_macs(self, lab=None) -> dict[str, str]:
+    def peer_macs(self, host=None) -> dict[str, str]:
         """Destination MAC the generator writes on each tg port: the DUT port's
         (router, nat44, work), the other tg port's in the L2 modes."""
-        if lab is None:
+        if host is None:
             from ..lab import PORTS as raw
         else:
-            raw = list(lab.ports)[:2]
+            raw = list(host.ports)[:2]
         ports = [_Port(p, i) for i, p in enumerate(raw)]
         tg = [_get(p, "tg", "ifname") or _get(p, "tg_ifname") or f"tg{i}"
               for i, p in enumerate(raw)]
@@ -433,31 +436,32 @@ class VfwdDut(DutDriver):
 
     # ---- lifecycle ------------------------------------------------------------
 
-    def setup(self, lab) -> None:
-        ports = [_Port(p, i) for i, p in enumerate(list(lab.ports)[:2])]
+    def setup(self, host) -> None:
+        ports = [_Port(p, i) for i, p in enumerate(list(host.ports)[:2])]
         if len(ports) != 2:
-            raise DutError(f"vfwd: the lab has {len(ports)} ports, vfwd needs 2")
-        self._check_queues(lab, ports)
-        dut_cpu = getattr(lab, "dut_cpu", None)
-        self._cpus = list(self.p.cpus) if self.p.cpus else (
-            [int(dut_cpu)] if dut_cpu is not None else [0])
-        self._rx_mode, self._sched_priority = resolve_rx_mode(self.p, self._cpus, lab)
+            raise DutError(f"vfwd: the DUT host has {len(ports)} ports, vfwd needs 2")
+        self._host = host
+        self._check_queues(host, ports)
+        self._cpus = list(self.p.cpus) if self.p.cpus else [int(host.cpus[0])]
+        rx = host.rx()
+        self._rx_mode, self._sched_priority = resolve_rx_mode(self.p, self._cpus, rx)
         self._config = render_config(self.p, ports, self._cpus, self._rx_mode,
-                                     self._sched_priority, resolve_rings(self.p, lab))
-        self._dir = tempfile.mkdtemp(prefix="fwdbench-vfwd-")
-        conf = Path(self._dir) / "vfwd.conf"
-        conf.write_text(self._config)
-        self._sock = str(Path(self._dir) / "vfwd.sock")
-        argv = [str(self.binary), "-c", str(conf), "-s", self._sock]
+                                     self._sched_priority, resolve_rings(self.p, rx))
+        self.binary = Path(host.tool("vfwd"))
+        self._dir = host.make_dir("vfwd")
+        conf = f"{self._dir}/vfwd.conf"
+        host.exec.write_file(conf, self._config)
+        self._sock = f"{self._dir}/vfwd.sock"
+        argv = [str(self.binary), "-c", conf, "-s", self._sock]
         try:
-            self._proc = lab.dut_exec.popen(argv, stdout=subprocess.PIPE,
-                                            stderr=subprocess.PIPE, text=True)
+            self._proc = host.exec.popen(argv, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, text=True)
             self._wait_ready()
         except BaseException:
             self.teardown_quietly()
             raise
 
-    def _check_queues(self, lab, ports: list[_Port]) -> None:
+    def _check_queues(self, host, ports: list[_Port]) -> None:
         """AF_XDP workers take one RX queue of each port each (RSS spreads the
         flows): refuse more workers than the ports have queues, which would
         otherwise fail to bind or, with driver auto, leave the extra workers
@@ -467,7 +471,7 @@ class VfwdDut(DutDriver):
         if self.p.workers == 1 or self.p.driver == "afpacket":
             return
         for pt in ports:
-            names = lab.dut_exec.run(["ls", f"/sys/class/net/{pt.dut_ifname}/queues"]).stdout.split()
+            names = host.exec.run(["ls", f"/sys/class/net/{pt.dut_ifname}/queues"]).stdout.split()
             nq = sum(n.startswith("rx-") for n in names)
             if nq < self.p.workers:
                 raise DutError(f"vfwd: workers = {self.p.workers} needs {self.p.workers} RX "
@@ -509,7 +513,7 @@ class VfwdDut(DutDriver):
             raise DutError(f"vfwd: {what}: {self._stderr.strip()[-800:] or '(no stderr)'}")
         self._ready = json.loads(got[0])
         deadline = time.monotonic() + 5
-        while not os.path.exists(self._sock) and time.monotonic() < deadline:
+        while not self._host.exec.exists(self._sock) and time.monotonic() < deadline:
             time.sleep(0.02)
 
     def counters(self) -> dict[str, int]:
@@ -520,7 +524,7 @@ class VfwdDut(DutDriver):
             raise DutError(f"vfwd: exited with {self._proc.returncode} during the run: "
                            f"{self._stderr.strip()[-500:]}")
         try:
-            return flatten_stats(query(self._sock, "stats"))
+            return flatten_stats(self._query("stats"))
         except (OSError, ValueError) as e:
             raise DutError(f"vfwd: reading statistics from {self._sock}: {e}") from None
 
@@ -528,7 +532,11 @@ class VfwdDut(DutDriver):
         """The raw statistics JSON (per node clocks/packet, vectors/call, ...)."""
         if self._proc is None or self._proc.poll() is not None:
             return self._final
-        return query(self._sock, "stats")
+        return self._query("stats")
+
+    def _query(self, cmd: str) -> dict[str, Any]:
+        """One command on vfwd's control socket, through the DUT host."""
+        return json.loads(self._host.exec.unix_request(self._sock, cmd.encode() + b"\n") or b"{}")
 
     def teardown(self) -> None:
         proc, self._proc = self._proc, None
@@ -548,7 +556,7 @@ class VfwdDut(DutDriver):
                 if f:
                     f.close()
         if self._dir:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            self._host.remove_dir(self._dir)
             self._dir = None
 
     def teardown_quietly(self) -> None:

@@ -14,16 +14,16 @@ Modes:
   not check the destination MAC (as xdp-tools' xdp-forward): the generator
   addresses the DUT port (``peer_macs()``).
 
-Public API: ``XdpDut(params)`` with ``validate``, ``check``, ``setup(lab)``,
+Public API: ``XdpDut(params)`` with ``validate``, ``check``, ``setup(host)``,
 ``counters()`` (``xdp.<reason>.packets|bytes``, ``xdp.rx_packets``,
 ``xdp.passed_packets``, ``xdp.dropped_packets``, ``xdp.cpu<N>.packets``,
 ``<dut port>.<rx|tx>_<packets|bytes|dropped|errors>``), ``teardown()``,
-``describe()``, ``peer_macs(lab)``, ``pids()`` (the DUT ports' NAPI threads)
+``describe()``, ``peer_macs(host)``, ``pids()`` (the DUT ports' NAPI threads)
 and ``testrun(frame)`` (BPF_PROG_TEST_RUN: verdict, rewritten frame, [ns]).
 
 The BPF object (native/bpf/xdp_fwd.bpf.c) is loaded and attached by the
 ``fb-xdp`` loader (native/xdpdut/fb_xdp.c), run in the DUT namespace through
-the lab's executor; it prints JSON. Nothing is pinned: the programs are held
+the DUT host's executor; it prints JSON. Nothing is pinned: the programs are held
 by the interfaces and vanish with them, so a crashed run leaves nothing once
 its namespace is gone.
 
@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import native
-from ..errors import CampaignError, DutError
+from ..errors import CampaignError, DutError, FwdbenchError
+from ..lab.executor import Executor
 from ..validation import parse_params
 from . import register
 from .base import DutDriver
@@ -58,6 +58,12 @@ def fb_xdp_paths() -> tuple[Path, Path]:
     """(loader binary, BPF object beside it). The binary may also come from $PATH."""
     binary = native.tool("fb-xdp")
     return binary, binary.parent / "xdp_fwd.bpf.o"
+
+
+def _paths_on(host) -> tuple[str, str]:
+    """(loader, BPF object) on the DUT host: the object sits beside the loader."""
+    binary = host.tool("fb-xdp")
+    return binary, str(Path(binary).parent / "xdp_fwd.bpf.o")
 
 
 class XdpParams(BaseModel):
@@ -108,7 +114,7 @@ class XdpDut(DutDriver):
         super().__init__(params)
         self.p = XdpParams.model_validate(params)
         self.binary, self.obj = fb_xdp_paths()
-        self.lab = None
+        self.host = None
         self._ifaces: list[str] = []
         self._attach_info: dict[str, Any] = {}
         self._done: list[str] = []          # setup steps applied, undone in reverse
@@ -128,78 +134,79 @@ class XdpDut(DutDriver):
             return p.model_dump(mode="json", exclude={"routes", "routes6", "fib_lookup"})
         return p.model_dump(mode="json")
 
-    def check(self) -> None:
-        for path, what in ((self.binary, "loader"), (self.obj, "BPF object")):
-            if not path.exists():
+    def check(self, host=None) -> None:
+        ex = host.exec if host is not None else Executor(None)
+        binary, obj = _paths_on(host) if host is not None else (str(self.binary), str(self.obj))
+        for path, what in ((binary, "loader"), (obj, "BPF object")):
+            if not ex.exists(path):
                 raise DutError(f"xdp: the {what} {path} is missing; build it with "
                                f"'make -C native/xdpdut' (needs clang, llvm, libbpf-dev)")
         try:
-            r = subprocess.run([str(self.binary), "probe"], capture_output=True, text=True,
-                               timeout=10)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise DutError(f"xdp: {self.binary} probe failed: {e}") from None
+            r = ex.run([binary, "probe"], timeout=10, check=False)
+        except FwdbenchError as e:
+            raise DutError(f"xdp: {binary} probe failed: {e}") from None
         if r.returncode != 0:
             raise DutError(f"xdp: this kernel lacks a feature the XDP DUT needs (run as root?): "
                            f"{r.stderr.strip() or r.stdout.strip()}")
 
-    def peer_macs(self, lab=None) -> dict[str, str]:
+    def peer_macs(self, host=None) -> dict[str, str]:
         """Destination MAC the generator writes on each tg port for this mode."""
-        lab = lab or self.lab
-        if lab is None:
+        host = host or self.host
+        if host is None:
             from ..lab import PORTS as ports
         else:
-            ports = list(lab.ports)[:2]
+            ports = list(host.ports)[:2]
         if self.p.mode == "xconnect":  # frames arrive unchanged at the other tg port
             return {ports[0].tg_ifname: ports[1].tg_mac, ports[1].tg_ifname: ports[0].tg_mac}
         return {p.tg_ifname: p.dut_mac for p in ports}
 
     # ---- lifecycle ------------------------------------------------------------
 
-    def setup(self, lab) -> None:
-        if self.lab is not None:
+    def setup(self, host) -> None:
+        if self.host is not None:
             raise DutError("xdp: setup() called twice without teardown()")
-        self.lab = lab
-        ports = list(lab.ports)[:2]
+        self.host = host
+        self._bin, self._obj = _paths_on(host)
+        ports = list(host.ports)[:2]
         if len(ports) != 2:
-            raise DutError(f"xdp: the lab has {len(ports)} ports, the XDP DUT needs 2")
+            raise DutError(f"xdp: the DUT host has {len(ports)} ports, the XDP DUT needs 2")
         self._ifaces = [p.dut_ifname for p in ports]
         try:
             if self.p.mode == "router":
-                self._setup_router(lab)
+                self._setup_router(host)
             self._done.append("attach")
             self._attach_info = self._fb_xdp(
                 ["attach", "--mode", self.p.mode, "--attach", self.p.attach,
-                 "--fib", self.p.fib_lookup, "--obj", str(self.obj)])
+                 "--fib", self.p.fib_lookup, "--obj", self._obj])
         except BaseException:
             self.teardown()
             raise
 
     def counters(self) -> dict[str, int]:
         """Cumulative: per-reason XDP packets/bytes and totals, DUT port counters."""
-        if self.lab is None:
+        if self.host is None:
             raise DutError("xdp: counters() before setup()")
         out = parse_stats(self._fb_xdp(["stats"]))
         out.update(self._link_counters())
         return out
 
     def pids(self) -> list[int]:
-        """The DUT ports' NAPI threads (where XDP runs), as the lab pinned them."""
-        if self.lab is None:
+        """The DUT ports' NAPI threads (where XDP runs), as the testbed pinned them."""
+        if self.host is None:
             return []
-        return [int(n["pid"]) for t in getattr(self.lab, "tuning", [])
-                if getattr(t, "ifname", None) in self._ifaces for n in getattr(t, "napi", [])]
+        return self.host.napi_pids()
 
     def teardown(self) -> None:
-        lab, self.lab = self.lab, None
-        if lab is None:
+        host, self.host = self.host, None
+        if host is None:
             return
         errors: list[str] = []
         for step in reversed(self._done):
             try:
                 if step == "attach":
-                    present = [i for i in self._ifaces if self._link_exists(lab, i)]
+                    present = [i for i in self._ifaces if self._link_exists(host, i)]
                     if present:
-                        self._fb_xdp(["detach"], ifaces=present, lab=lab)
+                        self._fb_xdp(["detach"], ifaces=present, host=host)
                 elif step == "fib" and self._fib_dut is not None:
                     fib_dut, self._fib_dut = self._fib_dut, None
                     fib_dut.teardown()          # FIB, forwarding off, the lab's baseline
@@ -207,7 +214,7 @@ class XdpDut(DutDriver):
                 errors.append(f"{step}: {e}")
         self._done = []
         if errors:
-            raise DutError(f"xdp teardown ({self.p.mode}) in {lab.dut_ns}: " + "; ".join(errors))
+            raise DutError(f"xdp teardown ({self.p.mode}) in {host.name}: " + "; ".join(errors))
 
     def describe(self) -> dict[str, Any]:
         progs = [{k: i.get(k) for k in ("ifname", "attach_mode", "prog_id", "prog_name",
@@ -220,8 +227,8 @@ class XdpDut(DutDriver):
             "kernel": self._attach_info.get("kernel") or os.uname().release,
             "libbpf": self._attach_info.get("libbpf", ""),
             "programs": progs,
-            "loader": str(self.binary),
-            "object": str(self.obj),
+            "loader": getattr(self, "_bin", str(self.binary)),
+            "object": getattr(self, "_obj", str(self.obj)),
             "object_sha256": _sha256(self.obj),
             "fast_path": ("bpf_redirect_map dut0<->dut1 (devmap), frames unchanged"
                           if self.p.mode == "xconnect" else
@@ -230,11 +237,11 @@ class XdpDut(DutDriver):
         }
         if self.p.mode == "router":
             d["fib"] = self._fib
-        if self.lab is not None:
+        if self.host is not None:
             d["peer_macs"] = self.peer_macs()
             threaded = {}
             for ifn in self._ifaces:
-                r = self.lab.dut_exec.run(["cat", f"/sys/class/net/{ifn}/threaded"], timeout=10,
+                r = self.host.exec.run(["cat", f"/sys/class/net/{ifn}/threaded"], timeout=10,
                                           check=False)
                 threaded[ifn] = _out(r).strip() if _rc(r) == 0 else None
             d["napi_threaded"] = threaded
@@ -249,11 +256,11 @@ class XdpDut(DutDriver):
         lowers the TTL each time): keep ``repeat`` below the frame's TTL to
         time the fast path. Needs setup() (the namespace, its FIB).
         """
-        if self.lab is None:
+        if self.host is None:
             raise DutError("xdp: testrun() before setup()")
         ifaces = self._ifaces[ingress:] + self._ifaces[:ingress]
         args = ["testrun", "--mode", self.p.mode, "--attach", self.p.attach,
-                "--fib", self.p.fib_lookup, "--obj", str(self.obj), "--frame", frame.hex(),
+                "--fib", self.p.fib_lookup, "--obj", self._obj, "--frame", frame.hex(),
                 "--repeat", str(repeat), "--calls", str(calls)]
         out = self._fb_xdp(args, ifaces=ifaces if self.p.mode == "router" else ifaces[:2])
         out["frame_out"] = bytes.fromhex(out["frame_out"])
@@ -262,9 +269,9 @@ class XdpDut(DutDriver):
     # ---- helpers --------------------------------------------------------------
 
     def _fb_xdp(self, args: list[str], ifaces: list[str] | None = None,
-                lab=None) -> dict[str, Any]:
-        ex = (lab or self.lab).dut_exec
-        argv = [str(self.binary), *args, "--ifaces", ",".join(ifaces or self._ifaces)]
+                host=None) -> dict[str, Any]:
+        ex = (host or self.host).exec
+        argv = [self._bin, *args, "--ifaces", ",".join(ifaces or self._ifaces)]
         r = ex.run(argv, timeout=30, check=False)
         if _rc(r) != 0:
             raise DutError(f"xdp: fb-xdp {' '.join(argv[1:])} failed (exit {_rc(r)}): "
@@ -275,30 +282,15 @@ class XdpDut(DutDriver):
             raise DutError(f"xdp: fb-xdp {args[0]} printed no JSON: {_out(r)[:200]!r}") from None
 
     @staticmethod
-    def _link_exists(lab, ifname: str) -> bool:
-        r = lab.dut_exec.run(["ip", "link", "show", "dev", ifname], timeout=10, check=False)
+    def _link_exists(host, ifname: str) -> bool:
+        r = host.exec.run(["ip", "link", "show", "dev", ifname], timeout=10, check=False)
         return _rc(r) == 0
 
     def _link_counters(self) -> dict[str, int]:
-        if hasattr(self.lab, "interface_counters"):
-            return {f"{ifn}.{k}": v for ifn, c in self.lab.interface_counters("dut").items()
-                    for k, v in c.items()}
-        r = self.lab.dut_exec.run(["ip", "-j", "-s", "link", "show"], timeout=10, check=False)
-        if _rc(r) != 0:
-            return {}
-        out: dict[str, int] = {}
-        for link in json.loads(_out(r) or "[]"):
-            name = link.get("ifname")
-            if name not in self._ifaces:
-                continue
-            s = link.get("stats64", {})
-            for d in ("rx", "tx"):
-                for k in ("packets", "bytes", "dropped", "errors"):
-                    if k in s.get(d, {}):
-                        out[f"{name}.{d}_{k}"] = int(s[d][k])
-        return out
+        return {f"{ifn}.{k}": v for ifn, c in self.host.interface_counters().items()
+                for k, v in c.items()}
 
-    def _setup_router(self, lab) -> None:
+    def _setup_router(self, host) -> None:
         """The linux router's own setup (forwarding on, which bpf_fib_lookup checks;
         nexthops and FIB of ``routes``/``routes6``), without its data plane work:
         the XDP program does the forwarding, the kernel only sees what it passes."""
@@ -306,7 +298,7 @@ class XdpDut(DutDriver):
         self._done.append("fib")
         self._fib_dut = LinuxDut({"mode": "router", "routes": self.p.routes,
                                   "routes6": self.p.routes6})
-        self._fib_dut.setup(lab)
+        self._fib_dut.setup(host)
         self._fib = self._fib_dut.describe().get("fib", {})
 
 

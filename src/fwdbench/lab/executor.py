@@ -147,6 +147,75 @@ class Executor:
         finally:
             ipr.close()
 
+    # --- files, tools and kernel facts of the host ------------------------------
+    # (a netns shares this host's file system; a remote executor implements
+    # these with commands on its host)
+    def write_file(self, path: str, data: str, mode: int = 0o644) -> None:
+        """Create or replace ``path`` on the executor's host."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "w") as f:
+            f.write(data)
+
+    def read_file(self, path: str) -> str:
+        """Text of ``path`` on the executor's host (LabError when it cannot be read)."""
+        try:
+            with open(path) as f:
+                return f.read()
+        except OSError as e:
+            raise LabError(f"reading {path}: {e.strerror}") from None
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def missing_tools(self, names: Sequence[str]) -> list[str]:
+        """Which of the commands ``names`` are not on the executor's PATH."""
+        import shutil
+        return [n for n in names if shutil.which(n) is None]
+
+    def kernel_config(self) -> dict[str, str]:
+        """``CONFIG_X -> y/m`` from /proc/config.gz; empty if the kernel does not expose it."""
+        import gzip
+        try:
+            with gzip.open("/proc/config.gz", "rt") as f:
+                return dict(ln.strip().split("=", 1) for ln in f
+                            if ln.startswith("CONFIG_") and "=" in ln)
+        except OSError:
+            return {}
+
+    def kernel_release(self) -> str:
+        return os.uname().release
+
+    def bulk_routes(self, specs: Any, delete: bool = False) -> int:
+        """Add (or delete) many routes in this namespace over raw netlink (netlink.py)."""
+        from .netlink import bulk_routes
+        return bulk_routes(self.ns, specs, delete=delete)
+
+    def conntrack_flush(self) -> None:
+        """Forget the conntrack entries (NAT bindings) of this namespace."""
+        from pyroute2 import Conntrack
+        with in_netns(self.ns):         # pyroute2 opens the socket at the first request
+            ct = Conntrack()
+            try:
+                ct.flush()
+            finally:
+                ct.close()
+
+    def unix_request(self, path: str, request: bytes, timeout: float = 5.0) -> bytes:
+        """Send ``request`` on the UNIX stream socket ``path`` of the executor's host
+        and read the answer until the peer closes."""
+        import socket
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(path)
+            s.sendall(request)
+            chunks = []
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                chunks.append(b)
+        return b"".join(chunks)
+
     def pids(self) -> list[int]:
         """PIDs (other than ours) of processes whose network namespace is this one."""
         if not self.ns:

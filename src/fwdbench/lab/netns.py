@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LabError
 from . import cleanup, rt_throttling
@@ -25,6 +25,10 @@ from .netlink import link_stats
 from . import ingress
 from .ingress import IngressQueue
 from .tuning import IfaceTuning, napi_affinity, tune_rx
+
+if TYPE_CHECKING:
+    from ..traffic.base import TesterHost
+    from .host import NetnsDutHost
 
 #: sysctls set in both namespaces before any interface exists
 NS_SYSCTLS = {
@@ -328,6 +332,17 @@ class Lab:
         """Where the DUT ports' NAPI runs: the DUT CPU (napi), the generator's
         (afxdp), or None (cpumap: in the sender's softirq)."""
         return {"napi": self.dut_cpu, "afxdp": self.gen_cpu}.get(self.dut_ingress)
+
+    def tester_host(self) -> "TesterHost":
+        """The generator side of this lab: the tg namespace, its ports, the generator CPU."""
+        from ..traffic.base import TesterHost
+        return TesterHost(name=f"netns {self.tg_ns}", exec=self.tg_exec, ports=tuple(self.ports),
+                          cpus=(self.gen_cpu,))
+
+    def dut_host(self) -> "NetnsDutHost":
+        """The DUT side of this lab as DUT drivers see it (fwdbench.dut.host)."""
+        from .host import NetnsDutHost
+        return NetnsDutHost(self)
 
     def ingress_record(self) -> dict[str, Any]:
         """How the DUT ports receive now, as a scenario records it for the report."""

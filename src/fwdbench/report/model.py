@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..campaign import Testbed
+from ..campaign import NetnsTestbed
 from ..store import ResultsStore, is_store_url, open_store
 from ..trial import TrialResult
 from . import analysis_bridge as ab
@@ -64,7 +64,7 @@ def slug(text: str) -> str:
     return s[:60] or "x"
 
 
-_TESTBED_DEFAULTS = {k: f.default for k, f in Testbed.model_fields.items()}
+_TESTBED_DEFAULTS = {k: f.default for k, f in NetnsTestbed.model_fields.items()}
 
 @dataclass
 class GoalResult:

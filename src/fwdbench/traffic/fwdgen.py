@@ -15,6 +15,7 @@ from typing import Any
 from fwdbench import native
 from fwdbench.errors import CampaignError, GeneratorError
 from fwdbench.trial import LatencySummary, StreamResult, TrialResult
+from fwdbench.traffic.base import Generator, TrialRequest
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2   # the spec was wrong; stderr names the field
@@ -161,3 +162,22 @@ class Fwdgen:
     def measure(self, duration_s: float, load_pps: float) -> TrialResult:
         spec = dict(self.spec_template, duration_s=float(duration_s), load_pps=float(load_pps))
         return run_trial(spec, self.netns)
+
+
+class FwdgenGenerator(Generator):
+    """``[generator] type = "fwdgen"`` (the default): fwdbench's native generator,
+    run on the tester host through its executor, one process per trial."""
+
+    name = "fwdgen"
+
+    def check(self) -> dict[str, Any]:
+        return check(self.tester.exec.ns)
+
+    def run(self, request: TrialRequest) -> TrialResult:
+        from fwdbench.trialspec import build_spec
+
+        spec = build_spec(self.tester, request.profile, request.trial, request.load_pps,
+                          request.duration_s, peer_macs=request.peer_macs,
+                          latency=request.latency, burst_period_us=request.burst_period_us)
+        timeout = request.duration_s + spec["warmup_s"] + spec["drain_s"] + 30
+        return run_trial(spec, netns=self.tester.exec.ns, timeout=timeout)

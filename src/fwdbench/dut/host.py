@@ -1,0 +1,92 @@
+"""The DUT host: where a data plane under test runs, as a testbed hands it over.
+
+A DUT driver sees only this: an executor that makes every side effect on
+that host (argv, files, sockets, netlink), the links to the tester (each a
+``PortPair``: ``.dut`` is the DUT's port, ``.tg`` the tester's port facing
+it, with the lab addressing plan's addresses and flow networks), the CPUs
+the data plane may use, and how the testbed schedules the ports' receive.
+The netns lab provides one (``fwdbench.lab.host.NetnsDutHost``); a remote
+host reached over SSH provides another.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from ..lab.addressing import PortPair
+from ..lab.executor import Executor
+
+
+@dataclass(frozen=True)
+class PortRx:
+    """How the DUT ports' receive runs, as the testbed arranged it.
+
+    ``ingress``: ``napi`` (threaded NAPI, ``napi_cpu``), ``cpumap`` (a queue in
+    front of the DUT CPU, for kernel data planes), ``afxdp`` (NAPI on the
+    generator's CPU filling AF_XDP rings), or ``nic`` (a real NIC's IRQs, not
+    managed by fwdbench). ``rt_priority``: SCHED_FIFO priority of the NAPI
+    threads the testbed pinned (0: none pinned, or normal scheduling).
+    """
+    ingress: str = "nic"
+    queue: int = 0               # [frames] of the ingress queue (cpumap/afxdp)
+    napi_cpu: int | None = None
+    rt_priority: int = 0
+
+    @property
+    def managed(self) -> bool:
+        """True when the testbed pins the ports' NAPI threads at ``rt_priority``."""
+        return self.ingress != "nic" and self.rt_priority > 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mode": self.ingress, "queue": self.queue, "napi_cpu": self.napi_cpu}
+
+
+class DutHost(ABC):
+    """One DUT host for the scenarios of a testbed (see the module docstring)."""
+
+    #: ``netns`` or ``ssh``
+    kind: str
+    #: for messages: "netns fb-ab12cd-dut", "bench@dut1"
+    name: str
+    exec: Executor
+    ports: tuple[PortPair, ...]
+    cpus: tuple[int, ...]
+    ipv6: bool
+
+    @abstractmethod
+    def rx(self) -> PortRx:
+        """How the DUT ports receive now."""
+
+    @abstractmethod
+    def interface_counters(self) -> dict[str, dict[str, int]]:
+        """Cumulative kernel counters of the DUT ports: ``{ifname: {rx_packets, ...}}``."""
+
+    @abstractmethod
+    def restore_ports(self) -> None:
+        """Put the DUT ports back as the testbed set them up (addresses, static
+        neighbours of the tester ports, up, no master); drivers call it in
+        teardown. Idempotent."""
+
+    def napi_pids(self) -> list[int]:
+        """PIDs of the DUT ports' NAPI threads the testbed pinned (XDP runs there)."""
+        return []
+
+    @abstractmethod
+    def tool(self, name: str) -> str:
+        """Path on this host of one of fwdbench's native programs (``fb-xdp``, ``vfwd``)."""
+
+    @abstractmethod
+    def make_dir(self, prefix: str) -> str:
+        """A new private directory on this host for one DUT (configs, sockets)."""
+
+    @abstractmethod
+    def remove_dir(self, path: str) -> None:
+        """Remove a directory made by ``make_dir`` and all in it."""
+
+    def facts(self) -> dict[str, Any]:
+        """What the report's environment section says about this host."""
+        return {"kind": self.kind, "name": self.name, "cpus": list(self.cpus)}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"

@@ -1,0 +1,61 @@
+"""The netns lab's DUT host: the DUT namespace, its two veth ports, the DUT CPU."""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+from .. import native
+from ..dut.host import DutHost, PortRx
+
+if TYPE_CHECKING:
+    from .netns import Lab
+
+
+#: environment variables that point a program at another build (e.g. vfwd-asan)
+TOOL_ENV = {"vfwd": "FWDBENCH_VFWD"}
+
+
+class NetnsDutHost(DutHost):
+    """``lab.dut_host()``: the DUT side of a running lab, as drivers see it."""
+
+    kind = "netns"
+
+    def __init__(self, lab: "Lab"):
+        self.lab = lab
+        self.name = f"netns {lab.dut_ns}"
+        self.exec = lab.dut_exec
+        self.ports = tuple(lab.ports)
+        self.cpus = (lab.dut_cpu,)
+        self.ipv6 = lab.cfg.ipv6
+
+    def rx(self) -> PortRx:
+        lab = self.lab
+        if not lab.cfg.kernel_tuning:
+            return PortRx(ingress="napi", napi_cpu=None, rt_priority=0)
+        return PortRx(ingress=lab.dut_ingress, queue=lab.dut_queue,
+                      napi_cpu=lab.dut_napi_cpu(), rt_priority=lab.cfg.napi_rt_priority)
+
+    def interface_counters(self) -> dict[str, dict[str, int]]:
+        return self.lab.interface_counters("dut")
+
+    def restore_ports(self) -> None:
+        self.lab.dut_baseline()
+
+    def napi_pids(self) -> list[int]:
+        dut_ifs = {p.dut.ifname for p in self.ports}
+        return [int(n["pid"]) for t in self.lab.tuning if t.ifname in dut_ifs for n in t.napi]
+
+    def tool(self, name: str) -> str:
+        return os.environ.get(TOOL_ENV.get(name, ""), "") or str(native.tool(name))
+
+    def make_dir(self, prefix: str) -> str:
+        # the DUT namespace shares this host's file system
+        return tempfile.mkdtemp(prefix=f"fwdbench-{prefix}-")
+
+    def remove_dir(self, path: str) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+
+    def facts(self) -> dict[str, Any]:
+        return {**super().facts(), "namespace": self.lab.dut_ns, "rx": self.rx().as_dict()}

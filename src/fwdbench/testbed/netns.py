@@ -1,0 +1,113 @@
+"""``[testbed] type = "netns"``: the local lab, two namespaces joined by two veth
+pairs on this host (design.md, docs/lab.md)."""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any, Iterator
+
+from ..errors import LabError
+from ..trialrun import Arrangement, make_execute
+from .base import Testbed, check_duts
+
+#: fwdgen pacing period [us] when the DUT ports have the lab's ingress queue
+INGRESS_BURST_PERIOD_US = 1000.0
+
+
+class NetnsTestbed(Testbed):
+    """The local lab: the generator in ``fb-<id>-tg``, the DUT in ``fb-<id>-dut``."""
+
+    kind = "netns"
+
+    def __init__(self, campaign):
+        super().__init__(campaign)
+        self.lab = None
+        self.energy = None
+        self.generator = None
+        self.generator_info: dict[str, Any] = {}
+
+    def __enter__(self) -> "NetnsTestbed":
+        from ..lab import Lab, LabConfig
+
+        if os.geteuid() != 0:
+            raise LabError("the netns testbed needs root (network namespaces, veth, XDP): "
+                           "run with sudo, or use testbed.type = \"sim\" for simulated DUTs")
+        tb = self.campaign.file.testbed
+        check_duts(self.campaign)
+        self.lab = Lab.up(LabConfig(gen_cpu=tb.gen_cpu, dut_cpu=tb.dut_cpu,
+                                    kernel_tuning=tb.kernel_tuning,
+                                    napi_rt_priority=tb.napi_rt_priority))
+        try:
+            self.generator = self.campaign.make_generator(self.lab.tester_host())
+            self.generator_info = self.generator.check()
+            self.energy = self._energy_session()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.generator is not None:
+            generator, self.generator = self.generator, None
+            generator.close()
+        if self.lab is not None:
+            self.lab.down()
+            self.lab = None
+
+    def _energy_session(self):
+        from ..meters import EnergySession, parse_energy_settings
+
+        session = EnergySession(parse_energy_settings(self.campaign.file.energy),
+                                dut_cpus=[self.lab.dut_cpu], gen_cpus=[self.lab.gen_cpu])
+        session.check()
+        if session.wants_baseline:
+            session.baseline()
+        return session
+
+    def hosts(self) -> dict[str, Any]:
+        return {"tester": self.lab.tester_host(), "dut": self.lab.dut_host()}
+
+    def describe(self) -> dict:
+        d = dict(self.lab.describe())
+        d["generator"] = self.generator.describe()
+        d[self.generator.name] = self.generator_info      # e.g. "fwdgen": its check()
+        if self.energy is not None:
+            d["energy"] = self.energy.describe()
+        return d
+
+    @contextmanager
+    def scenario(self, sc) -> Iterator[tuple[Any, dict]]:
+        from ..dut import load_drivers
+
+        driver = load_drivers()[sc.dut.type](sc.dut.params)
+        lab = self.lab
+        host = lab.dut_host()
+        driver.check(host)
+        try:
+            qsize = self.campaign.file.testbed.dut_rx_queue
+            mode = ("cpumap" if driver.kernel_stack else "afxdp" if driver.afxdp_rx
+                    else "napi") if qsize else "napi"
+            lab.set_dut_ingress(mode, qsize)
+            driver.setup(host)
+
+            def prepare(request, latency: bool, idle: bool) -> Arrangement:
+                # Behind the deep ingress queue, coarser bursts free the generator's
+                # CPU (contracts.md, burst_period_us); latency trials keep fwdgen's
+                # fine default so every DUT's latency is measured with one pattern.
+                coarse = lab.dut_ingress == "cpumap" and not latency
+                # Idle latency: stamp frames as the DUT sends them (Lab.set_tg_rx);
+                # under load the generator's CPU receives, as the load needs.
+                lab.set_tg_rx("inline" if idle and latency else "napi")
+                notes = (["the generator's ports received inline on the DUT CPU "
+                          "(RX stamped as the DUT sent)"] if lab.tg_rx == "inline" else [])
+                return Arrangement(replace(request, burst_period_us=INGRESS_BURST_PERIOD_US
+                                           if coarse else None), notes)
+
+            execute = make_execute(sc, self.generator, driver, self.energy,
+                                   driver.peer_macs(host), prepare)
+            # how this DUT's ports received (it differs per driver): for the report
+            yield execute, {**driver.describe(), "lab_ingress": lab.ingress_record()}
+        finally:
+            driver.teardown()
+

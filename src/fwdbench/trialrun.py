@@ -1,0 +1,91 @@
+"""The one trial routine every testbed shares.
+
+``execute(load_pps, duration_s, key, latency)`` for a scenario: read the
+DUT driver's counters, start the meters, let the generator run the trial,
+stop the meters, read the counters again, and return the ``TrialResult``
+with the counter deltas and the meter readings. A testbed only supplies
+its own per-trial arrangements through ``prepare`` (the netns lab's
+generator receive mode and pacing granularity).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .trial import TrialResult
+from .traffic.base import Generator, TrialRequest
+
+Execute = Callable[[float, float, int, bool], TrialResult]
+"""execute(load_pps [pps], duration_s [s], key, latency) -> TrialResult; ``key`` is a
+stable index of the trial within its scenario (the same on a resumed run);
+``latency`` asks for the low-rate latency stream beside the load."""
+
+
+@dataclass
+class Arrangement:
+    """What a testbed changes for one trial: the request it hands the generator,
+    and notes for the trial's warnings."""
+    request: TrialRequest
+    notes: list[str] = field(default_factory=list)
+
+
+Prepare = Callable[[TrialRequest, bool, bool], Arrangement]
+"""prepare(request, latency, idle) -> Arrangement; ``latency``: the search asked for a
+latency trial; ``idle``: one without background load (the latency stream alone)."""
+
+
+def counter_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """after - before for every numeric counter (nested dicts too)."""
+    out: dict[str, Any] = {}
+    for k, v in after.items():
+        b = before.get(k)
+        if isinstance(v, dict) and isinstance(b, dict):
+            out[k] = counter_delta(b, v)
+        elif isinstance(v, (int, float)) and isinstance(b, (int, float)) \
+                and not isinstance(v, bool):
+            out[k] = v - b
+    return out
+
+
+def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict[str, str],
+                 prepare: Prepare | None = None) -> Execute:
+    """The scenario's ``execute``: ``driver`` (configured), ``meters`` (an
+    EnergySession, or None), ``peer_macs`` from the driver."""
+    sc = scenario
+
+    def execute(load_pps: float, duration_s: float, key: int,
+                latency: bool = False) -> TrialResult:
+        # A latency trial at 0 % of the PDR has no background load: the stream
+        # itself runs at the latency rate and is the latency stream.
+        idle = load_pps == 0
+        request = TrialRequest(profile=sc.profile, trial=sc.trial,
+                               load_pps=sc.trial.latency_rate if idle else load_pps,
+                               duration_s=duration_s, latency=latency and not idle,
+                               peer_macs=dict(peer_macs))
+        arr = prepare(request, latency, idle) if prepare else Arrangement(request)
+        before = driver.counters()
+        pids = driver.pids()
+        if meters is not None:
+            meters.start(pids=pids)
+        try:
+            result = generator.run(arr.request)
+        except BaseException:
+            if meters is not None:
+                meters.abort()
+            raise
+        if meters is not None:
+            result.meters = meters.stop(pids=pids, packets=result.rx_packets,
+                                        window_s=duration_s)
+        if idle:
+            result.intended_load_pps = 0.0
+            result.warnings.append(
+                f"no background load: the only stream ran at the latency rate "
+                f"({sc.trial.latency_rate:g} pps) and its latency is reported"
+                + "".join(f"; {n}" for n in arr.notes))
+        result.dut_counters = counter_delta(before, driver.counters())
+        return result
+
+    return execute
+
+
+__all__ = ["Arrangement", "Execute", "Prepare", "counter_delta", "make_execute"]
