@@ -1,19 +1,27 @@
 # fwdbench: everything a fresh Debian 12 machine (root) needs, idempotent.
 #   make demo   - set up, run the demo campaign on the local lab, write the report
 #   make test   - set up, run every test (C unit tests, ASan/UBSan, pytest incl. root/netns)
+# VPP_SRC=<FD.io VPP release tarball> also builds VPP once into $(FWDBENCH_OPT)/vpp-<version>
+# (scripts/build-vpp.sh) unless a VPP is installed; later runs reuse it.
 
 PYTHON      ?= /usr/bin/python3
+VPP_SRC     ?=
+FWDBENCH_OPT ?= /opt/fwdbench
+export FWDBENCH_OPT
 VENV        := .venv
 STAMP       := .stamp
 APT_PACKAGES := build-essential clang libclang-rt-dev llvm libbpf-dev libxdp-dev libelf-dev zlib1g-dev \
                 pkg-config libjansson-dev bpftool iproute2 nftables ethtool tcpdump python3-venv python3-dev \
                 valgrind linux-perf chromium dpdk-dev librte-net-af-xdp23 librte-net-af-packet23 postgresql
+# what building VPP from its release source needs (scripts/build-vpp.sh)
+VPP_BUILD_PACKAGES := cmake ninja-build python3-ply libssl-dev libnuma-dev libunwind-dev uuid-dev \
+                libiberty-dev
 
-.PHONY: all setup deps venv native demo test test-native test-python bench clean distclean
+.PHONY: all setup deps venv native vpp demo test test-native test-python bench clean distclean
 
 all: setup
 
-setup: deps venv native
+setup: deps venv native vpp
 
 deps: $(STAMP)/apt
 $(STAMP)/apt: Makefile
@@ -36,6 +44,22 @@ $(VENV)/.installed: pyproject.toml $(STAMP)/apt
 
 native: $(STAMP)/apt
 	$(MAKE) -C native
+
+# FD.io VPP: an installed one (FD.io's packages) is used as it is; with VPP_SRC and
+# none installed, build it once (cached outside the repo by version); else say how
+vpp: $(STAMP)/apt
+	@if [ -n "$(VPP_SRC)" ] && ! command -v vpp >/dev/null 2>&1; then \
+	    missing=""; for p in $(VPP_BUILD_PACKAGES); do \
+	        dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	    done; \
+	    if [ -n "$$missing" ]; then \
+	        echo "installing Debian packages:$$missing"; \
+	        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	    fi; \
+	    scripts/build-vpp.sh "$(VPP_SRC)"; \
+	elif ! command -v vpp >/dev/null 2>&1 && ! ls -d $(FWDBENCH_OPT)/vpp-*/bin/vpp >/dev/null 2>&1; then \
+	    echo "VPP not installed: the VPP DUT is unavailable (install FD.io's vpp packages, or make ... VPP_SRC=<vpp release tarball>)"; \
+	fi
 
 demo: setup
 	$(VENV)/bin/fwdbench run examples/demo.toml --out results/demo.sqlite --force

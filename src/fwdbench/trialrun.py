@@ -35,10 +35,12 @@ latency trial; ``idle``: one without background load (the latency stream alone).
 
 
 def counter_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """after - before for every numeric counter (nested dicts too)."""
+    """after - before for every numeric counter (nested dicts too); a counter that
+    appeared during the trial (e.g. VPP's error counters show once non-zero)
+    counts from 0."""
     out: dict[str, Any] = {}
     for k, v in after.items():
-        b = before.get(k)
+        b = before.get(k, {} if isinstance(v, dict) else 0)
         if isinstance(v, dict) and isinstance(b, dict):
             out[k] = counter_delta(b, v)
         elif isinstance(v, (int, float)) and isinstance(b, (int, float)) \
@@ -83,6 +85,7 @@ def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict
                 f"({sc.trial.latency_rate:g} pps) and its latency is reported"
                 + "".join(f"; {n}" for n in arr.notes))
         result.dut_counters = counter_delta(before, driver.counters())
+        result.warnings += driver.take_warnings()
         return result
 
     return execute

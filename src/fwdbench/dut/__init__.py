@@ -14,7 +14,7 @@ def register(cls: type[DutDriver]) -> type[DutDriver]:
 def load_drivers() -> dict[str, type[DutDriver]]:
     """Import the driver modules (they register themselves)."""
     import importlib
-    for mod in ("sim", "linux", "xdp", "testpmd", "vfwd"):
+    for mod in ("sim", "linux", "xdp", "testpmd", "vfwd", "vpp"):
         try:
             importlib.import_module(f"{__name__}.{mod}")
         except ModuleNotFoundError as e:

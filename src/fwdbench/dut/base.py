@@ -52,6 +52,11 @@ class DutDriver(ABC):
         """Processes whose CPU time is the DUT's (for the CPU and energy meters)."""
         return []
 
+    def take_warnings(self) -> list[str]:
+        """What the driver noticed since it was last asked (e.g. a data plane it had
+        to revive); the trial routine adds them to the trial's warnings."""
+        return []
+
     @abstractmethod
     def setup(self, host: "DutHost") -> None:
         """Configure the data plane on ``host`` (argv lists only, through host.exec)."""

@@ -53,6 +53,9 @@ class DutHost(ABC):
     ports: tuple[PortPair, ...]
     cpus: tuple[int, ...]
     ipv6: bool
+    #: unique to this run (``fb-<run id>``): names of shared-memory files and
+    #: sockets a DUT creates start with it, so a crashed run's are found too
+    run_tag: str = "fb-run"
 
     @abstractmethod
     def rx(self) -> PortRx:
@@ -67,6 +70,17 @@ class DutHost(ABC):
         """Put the DUT ports back as the testbed set them up (addresses, static
         neighbours of the tester ports, up, no master); drivers call it in
         teardown. Idempotent."""
+
+    def bounce_ports(self, down_s: float = 0.2) -> None:
+        """Take the DUT ports down for ``down_s`` [s] and up again (ends a data
+        plane's transmit that the kernel keeps answering EAGAIN), keeping the
+        testbed's receive setup."""
+        import time
+        for p in self.ports:
+            self.exec.run(["ip", "link", "set", "dev", p.dut.ifname, "down"])
+        time.sleep(down_s)
+        for p in self.ports:
+            self.exec.run(["ip", "link", "set", "dev", p.dut.ifname, "up"])
 
     def napi_pids(self) -> list[int]:
         """PIDs of the DUT ports' NAPI threads the testbed pinned (XDP runs there)."""

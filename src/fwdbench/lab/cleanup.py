@@ -169,8 +169,35 @@ def delete_netns(ns: str) -> None:
         raise LabError(f"`ip netns del {ns}` failed: {cp.stderr.strip()}")
 
 
+def run_dir(run_id: str) -> str:
+    """The lab's own directory (DUT configs, API and memif sockets), removed with it."""
+    return os.path.join(STATE_DIR, f"{run_id}.d")
+
+
+def shm_prefix(run_id: str) -> str:
+    """Names of the shared-memory files a lab's data planes create start with it
+    (e.g. VPP's API segment), so teardown finds them after a crash too."""
+    return f"fb-{run_id}-"
+
+
+def remove_run_files(run_id: str) -> None:
+    """The lab's directory and its /dev/shm files (data planes killed with the namespaces)."""
+    import shutil
+    shutil.rmtree(run_dir(run_id), ignore_errors=True)
+    pre = shm_prefix(run_id)
+    try:
+        names = os.listdir("/dev/shm")
+    except OSError:
+        return
+    for n in names:
+        if n.startswith(pre):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join("/dev/shm", n))
+
+
 def remove_lab(run_id: str, namespaces: list[str] | None = None) -> None:
-    """Kill processes in, and delete, the lab's namespaces; then its state file."""
+    """Kill processes in, and delete, the lab's namespaces, its directory and
+    shared-memory files; then its state file."""
     if namespaces is None:
         namespaces = [f"fb-{run_id}-tg", f"fb-{run_id}-dut"]
     for ns in namespaces:
@@ -179,6 +206,7 @@ def remove_lab(run_id: str, namespaces: list[str] | None = None) -> None:
     kill_ns_processes(namespaces)
     for ns in namespaces:
         delete_netns(ns)
+    remove_run_files(run_id)
     with rt_lock():     # another lab's restore must see this state or its absence, not both
         rt_throttling.restore(read_state(run_id), other_states(run_id))
         remove_state(run_id)

@@ -7,6 +7,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from .. import native
+from . import cleanup
 from ..dut.host import DutHost, PortRx
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ class NetnsDutHost(DutHost):
         self.ports = tuple(lab.ports)
         self.cpus = (lab.dut_cpu,)
         self.ipv6 = lab.cfg.ipv6
+        self.run_tag = cleanup.shm_prefix(lab.run_id).rstrip("-")
 
     def rx(self) -> PortRx:
         lab = self.lab
@@ -43,6 +45,11 @@ class NetnsDutHost(DutHost):
     def restore_ports(self) -> None:
         self.lab.dut_baseline()
 
+    def bounce_ports(self, down_s: float = 0.2) -> None:
+        super().bounce_ports(down_s)
+        # veth's NAPI threads are made anew when a port comes up: pin them again
+        self.lab.repin_dut_napi()
+
     def napi_pids(self) -> list[int]:
         dut_ifs = {p.dut.ifname for p in self.ports}
         return [int(n["pid"]) for t in self.lab.tuning if t.ifname in dut_ifs for n in t.napi]
@@ -51,8 +58,11 @@ class NetnsDutHost(DutHost):
         return os.environ.get(TOOL_ENV.get(name, ""), "") or str(native.tool(name))
 
     def make_dir(self, prefix: str) -> str:
-        # the DUT namespace shares this host's file system
-        return tempfile.mkdtemp(prefix=f"fwdbench-{prefix}-")
+        # the DUT namespace shares this host's file system; the lab's directory
+        # goes with the lab, also after a crash (cleanup.remove_run_files)
+        base = cleanup.run_dir(self.lab.run_id)
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        return tempfile.mkdtemp(prefix=f"{prefix}-", dir=base)
 
     def remove_dir(self, path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)

@@ -328,6 +328,12 @@ class Lab:
         self.tuning[:0] = tune_rx(self.dut_exec, ifnames, self.dut_napi_cpu(),
                                   self.cfg.napi_rt_priority)
 
+    def repin_dut_napi(self) -> None:
+        """Pin the DUT ports' NAPI threads again as the current ingress wants (after
+        the ports went down and up, their threads are new)."""
+        if self.cfg.kernel_tuning and self.dut_ingress in ("napi", "afxdp"):
+            self._napi_on([p.dut.ifname for p in self.ports], self.dut_ingress)
+
     def dut_napi_cpu(self) -> int | None:
         """Where the DUT ports' NAPI runs: the DUT CPU (napi), the generator's
         (afxdp), or None (cpumap: in the sender's softirq)."""

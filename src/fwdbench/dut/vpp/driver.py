@@ -1,0 +1,397 @@
+"""``dut.type = "vpp"``: FD.io VPP on the DUT host, configured through its binary API.
+
+Per scenario the driver writes a startup.conf (startup.py) into a directory
+of its own on the DUT host, starts ``vpp`` there (in the lab's DUT
+namespace) with its main thread, and workers if asked, on the DUT CPUs,
+waits until the API answers, creates one VPP interface per DUT port
+(``af_xdp``: AF_XDP sockets, copy mode on veth; ``af_packet``), names them
+as the kernel ports and gives them the ports' MACs, and configures the mode
+(modes.py). Every trial reads VPP's interface, error and per-node counters
+from the statistics segment (stats.py). Teardown stops VPP (SIGTERM, then
+SIGKILL: af_xdp TX on veth has been seen spinning until killed), removes its
+shared memory, sockets and directory, detaches an XDP program it left on
+the ports and hands the ports back as the testbed made them.
+"""
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...errors import CampaignError, DutError, FwdbenchError
+from ...validation import parse_params
+from .. import register
+from ..base import DutDriver
+from . import modes
+from .api import VppApi
+from .install import VppInstall, find_vpp
+from .startup import Startup, plugins_for
+from .stats import VppStats
+
+MAX_ROUTES = 1 << 20
+STOP_TIMEOUT_S = 10.0       # [s] after SIGTERM before SIGKILL
+PING_TIMEOUT_S = 5.0        # [s] a live VPP answers a control ping within this
+RX_MODES = {"polling": 1, "interrupt": 2, "adaptive": 3}
+AF_XDP_MODES = {"auto": 0, "copy": 1, "zero-copy": 2}
+
+
+class VppParams(BaseModel):
+    """Parameters of `dut.type = "vpp"` (campaign ``dut.params``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    mode: Literal["router", "nat", "bridge", "xconnect"] = Field(
+        "router", description="router: IPv4/IPv6 FIB; nat: router + nat44-ed; bridge: one "
+                              "bridge domain; xconnect: L2 cross-connect")
+    interface: Literal["af_xdp", "af_packet"] = Field(
+        "af_xdp", description="how VPP opens the DUT ports: AF_XDP sockets (copy mode on "
+                              "veth) or AF_PACKET")
+    af_xdp_mode: Literal["auto", "copy", "zero-copy"] = Field(
+        "auto", description="AF_XDP copy or zero-copy (auto: zero-copy where the driver can)")
+    workers: int = Field(0, ge=0, le=64, description="worker threads (0: the main thread "
+                                                     "forwards, as the thesis's 'VPP main')")
+    rx_mode: Literal["polling", "interrupt", "adaptive"] = Field(
+        "polling", description="how VPP's input nodes wait for frames")
+    rxq_size: int = Field(0, ge=0, le=16384, description="RX ring [descriptors] (0: VPP's default)")
+    txq_size: int = Field(0, ge=0, le=16384, description="TX ring [descriptors] (0: VPP's default)")
+    buffers: int = Field(16384, ge=4096, le=1 << 21, description="packet buffers per NUMA node")
+    main_heap_mb: int = Field(0, ge=0, le=65536,
+                              description="main heap [MiB] (0: sized for the FIB, 256 MiB + "
+                                          "1.5 KiB per route)")
+    page_size: Literal["4k", "2M"] = Field(
+        "4k", description="page size of heap, buffers and stats (2M: hugepages must be free)")
+    # 2 by default, as the linux DUT: both flow ranges, so replies and the reverse
+    # direction of bidirectional profiles are routed too (linux.fib_layout)
+    routes: int = Field(2, ge=1, le=MAX_ROUTES, description="IPv4 FIB size (router, nat)")
+    routes6: int = Field(2, ge=1, le=MAX_ROUTES, description="IPv6 FIB size (router, nat)")
+    learning: bool = Field(True, description="MAC learning (bridge)")
+    nat_sessions: int = Field(65536, ge=1024, le=1 << 24,
+                              description="nat44-ed sessions per thread (nat)")
+    vpp_prefix: str | None = Field(None, description="directory holding bin/vpp (default: "
+                                                     "FD.io's packages, then fwdbench's build)")
+
+    def fib_routes(self) -> int:
+        return self.routes + self.routes6 if self.mode in ("router", "nat") else 0
+
+    def heap_bytes(self) -> int:
+        if self.main_heap_mb:
+            return self.main_heap_mb << 20
+        # measured: 2^20 IPv4 routes need a main heap above 1 GiB
+        return (256 << 20) + self.fib_routes() * 1536
+
+    def stats_interval(self) -> float:
+        """[s] between the stats collector's updates. Each update costs VPP's main
+        thread ~2.2 M clocks with 1 route and ~38 M with 2^20 (measured, `show
+        runtime`: statseg-collector-process): 0.1 s keeps it near 1 % of a core
+        up to 2^16 routes, 1.5 s beyond."""
+        return 0.1 if self.fib_routes() <= (1 << 16) else 1.5
+
+    def stats_bytes(self) -> int:
+        # every route's load-balance object has combined counters in the stats
+        # segment, grown by doubling: 64 MiB ran out of memory at 2^21 routes
+        return (64 << 20) + self.fib_routes() * 128
+
+
+@register
+class VppDut(DutDriver):
+    name = "vpp"
+    modes = ("router", "nat", "bridge", "xconnect")
+
+    def __init__(self, params: dict[str, Any]):
+        super().__init__(params)
+        self.p = VppParams.model_validate(params)
+        # AF_XDP ports: the lab receives for VPP on the generator's CPU, into
+        # its UMEM (lab/ingress.py, "afxdp"), as for vfwd and testpmd
+        self.afxdp_rx = self.p.interface == "af_xdp"
+        self.host = None
+        self.install: VppInstall | None = None
+        self._proc: subprocess.Popen | None = None
+        self._startup: Startup | None = None
+        self._dir: str | None = None
+        self._api: VppApi | None = None
+        self._stats: VppStats | None = None
+        self._sw_if: dict[str, int] = {}
+        self._config: dict[str, Any] = {}
+        self._version = ""
+        self._cpus: list[int] = []
+        self._out = None
+        self._warnings: list[str] = []
+        self._revived = 0
+
+    # ---- plan time ------------------------------------------------------------
+
+    @classmethod
+    def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
+        p = parse_params(VppParams, params, where)
+        only = {"routes": ("router", "nat"), "routes6": ("router", "nat"),
+                "nat_sessions": ("nat",), "learning": ("bridge",)}
+        for key, modes_ in only.items():
+            if key in params and p.mode not in modes_:
+                raise CampaignError(f"{where}.{key}: does not apply to mode {p.mode!r} "
+                                    f"(only to {', '.join(modes_)})")
+        if "af_xdp_mode" in params and p.interface != "af_xdp":
+            raise CampaignError(f"{where}.af_xdp_mode: applies to interface 'af_xdp' only")
+        # what does not apply is left out, so the normal form validates again
+        skip = {k for k, m in only.items() if p.mode not in m}
+        if p.interface != "af_xdp":
+            skip.add("af_xdp_mode")
+        return p.model_dump(mode="json", exclude=skip)
+
+    def check(self, host=None) -> None:
+        inst = find_vpp(self.p.vpp_prefix)
+        need = plugins_for(self.p.interface, self.p.mode)
+        missing = [n for n in need if not inst.has_plugin(n)]
+        if missing:
+            raise DutError(f"vpp: the VPP in {inst.prefix} lacks the plugin(s) "
+                           f"{', '.join(missing)} that interface {self.p.interface!r} / mode "
+                           f"{self.p.mode!r} need (plugins in {inst.plugin_dir or '?'}: "
+                           f"{', '.join(inst.plugins) or 'none'})")
+        if not inst.api_files():
+            raise DutError(f"vpp: no API definitions (*.api.json) under {inst.api_dir}")
+        try:
+            import vpp_papi  # noqa: F401
+        except ImportError:
+            raise DutError("vpp: the Python package vpp-papi is missing "
+                           "(pip install vpp-papi; `make setup` installs it)") from None
+        self.install = inst
+
+    def peer_macs(self, host=None) -> dict[str, str]:
+        """The DUT port's MAC (router, nat: VPP's interfaces take it), the other
+        tester port's in the L2 modes."""
+        host = host or self.host
+        if host is None:
+            from ...lab import PORTS as ports
+        else:
+            ports = list(host.ports)[:2]
+        if self.p.mode in ("bridge", "xconnect"):
+            return {ports[0].tg.ifname: ports[1].tg.mac, ports[1].tg.ifname: ports[0].tg.mac}
+        return {p.tg.ifname: p.dut.mac for p in ports}
+
+    def pids(self) -> list[int]:
+        """VPP's process (main thread and workers): its CPU time is the DUT's."""
+        return [self._proc.pid] if self._proc is not None and self._proc.poll() is None else []
+
+    # ---- lifecycle ------------------------------------------------------------
+
+    def setup(self, host) -> None:
+        if self.host is not None:
+            raise DutError("vpp: setup() called twice without teardown()")
+        ports = list(host.ports)[:2]
+        if len(ports) != 2:
+            raise DutError(f"vpp: the DUT host has {len(ports)} ports, the VPP DUT needs 2")
+        if self.p.workers > len(host.cpus):
+            raise DutError(f"vpp: workers = {self.p.workers} but the testbed gives the DUT "
+                           f"{len(host.cpus)} CPU(s) ({list(host.cpus)}); lower workers")
+        if self.install is None:
+            self.check(host)
+        self.host = host
+        try:
+            self._start(host)
+            self._configure(host, ports)
+        except BaseException as e:
+            tail = self.log_tail()
+            try:
+                self.teardown()
+            except Exception as te:
+                e.add_note(f"(undoing the partial setup also failed: {te})")
+            if isinstance(e, DutError) and tail:
+                raise DutError(f"{e}\n{tail}") from None
+            raise
+
+    def _start(self, host) -> None:
+        inst = self.install
+        assert inst is not None
+        cpus = list(host.cpus)
+        workers = tuple(cpus[:self.p.workers])
+        self._cpus = sorted({cpus[0], *workers})
+        self._dir = host.make_dir("vpp")
+        # unique per run and scenario: the lab removes fb-<run id>-* after a crash
+        shm = f"{host.run_tag}-vpp{self._dir[-6:]}".replace("_", "x")
+        self._startup = Startup(
+            run_dir=self._dir, shm_prefix=shm, plugin_dir=inst.plugin_dir,
+            plugins=plugins_for(self.p.interface, self.p.mode), main_core=cpus[0],
+            workers=workers, main_heap=self.p.heap_bytes(), buffers=self.p.buffers,
+            page_size=self.p.page_size, stats_size=self.p.stats_bytes(),
+            stats_interval=self.p.stats_interval())
+        conf = f"{self._dir}/startup.conf"
+        host.exec.write_file(conf, self._startup.render())
+        self._out = f"{self._dir}/vpp.out"
+        out = open(self._out, "w") if host.kind == "netns" else subprocess.DEVNULL
+        try:
+            self._proc = host.exec.popen([inst.vpp, "-c", conf], stdin=subprocess.DEVNULL,
+                                         stdout=out, stderr=subprocess.STDOUT)
+        finally:
+            if out is not subprocess.DEVNULL:
+                out.close()
+        self._api = VppApi.connect(self._startup.api_socket, inst.api_files(),
+                                   alive=lambda: self._proc is not None and self._proc.poll() is None)
+        self._version = self._api.call("show_version").version
+        self._stats = VppStats(self._startup.stats_socket, self._startup.stats_interval)
+        self._stats.connect()
+
+    def _configure(self, host, ports) -> None:
+        api = self._api
+        assert api is not None
+        # the kernel keeps off the DUT ports' traffic: VPP owns them now
+        for p in ports:
+            host.exec.run(["ip", "addr", "flush", "dev", p.dut.ifname])
+        for p in ports:
+            self._sw_if[p.dut.ifname] = self._create_interface(api, p)
+        for p in ports:
+            i = self._sw_if[p.dut.ifname]
+            api.call("sw_interface_set_mac_address", sw_if_index=i, mac_address=p.dut.mac)
+            api.call("sw_interface_set_flags", sw_if_index=i, flags=modes.ADMIN_UP)
+            api.call("sw_interface_set_rx_mode", sw_if_index=i, queue_id_valid=False,
+                     queue_id=0, mode=RX_MODES[self.p.rx_mode])
+        cfg: dict[str, Any] = {}
+        if self.p.mode in ("router", "nat"):
+            cfg["fib"] = modes.setup_router(api, ports, self._sw_if, self.p.model_dump(),
+                                            host.ipv6)
+        if self.p.mode == "nat":
+            cfg["nat"] = modes.setup_nat(api, ports, self._sw_if, self.p.model_dump())
+        if self.p.mode == "bridge":
+            cfg["bridge"] = modes.setup_bridge(api, ports, self._sw_if, self.p.learning)
+        if self.p.mode == "xconnect":
+            cfg["xconnect"] = modes.setup_xconnect(api, ports, self._sw_if)
+        self._config = cfg
+
+    def _create_interface(self, api: VppApi, p) -> int:
+        ifname = p.dut.ifname
+        if self.p.interface == "af_xdp":
+            r = api.call("af_xdp_create_v3", host_if=ifname, name=ifname, rxq_num=1,
+                         rxq_size=self.p.rxq_size, txq_size=self.p.txq_size,
+                         mode=AF_XDP_MODES[self.p.af_xdp_mode], flags=0, prog="", netns="")
+            return r.sw_if_index
+        r = api.call("af_packet_create_v3", mode=1, hw_addr=p.dut.mac, use_random_hw_addr=False,
+                     host_if_name=ifname, rx_frame_size=0, tx_frame_size=0,
+                     rx_frames_per_block=self.p.rxq_size, tx_frames_per_block=self.p.txq_size,
+                     flags=1, num_rx_queues=1, num_tx_queues=1)
+        # VPP names it host-<ifname>; the counters use the port's own name
+        return r.sw_if_index
+
+    # ---- per trial --------------------------------------------------------------
+
+    def counters(self) -> dict[str, int]:
+        """Interface, error and per-node counters (cumulative; stats.py)."""
+        if self._stats is None or self._api is None:
+            raise DutError("vpp: counters() before setup()")
+        self._check_alive()
+        raw = self._stats.counters()
+        # af_packet interfaces are host-<port>: key them by the port's name
+        return {**{_port_key(k): v for k, v in raw.items()}, "vpp_revived": self._revived}
+
+    def _check_alive(self) -> None:
+        """VPP runs and answers; one that spins in af_xdp's transmit is revived."""
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            raise DutError(f"vpp: exited with {proc.returncode if proc else '?'} during the run"
+                           + (f"\n{self.log_tail()}" if self.log_tail() else ""))
+        if self._answers(PING_TIMEOUT_S):
+            return
+        # VPP's af_xdp TX retries sendmsg() for as long as the kernel says EAGAIN;
+        # a veth whose queue stopped (backpressure, kernel 6.14+) says so for ever,
+        # and VPP's main thread never returns to its API (seen at 1.5 Mpps offered
+        # in the lab). A port going down ends the loop (ENETDOWN); VPP then forwards
+        # again (measured: 77 of 100 kpps in the next trial).
+        for down_s in (0.2, 1.0, 2.0) if self.p.interface == "af_xdp" else ():
+            self.host.bounce_ports(down_s)
+            if self._answers(PING_TIMEOUT_S):
+                self._revived += 1
+                self._warnings.append(
+                    "VPP stopped answering (its af_xdp transmit spun on EAGAIN from a "
+                    "stopped veth queue); the DUT ports were taken down and up to end it: "
+                    "the frames it did not forward meanwhile count as this trial's loss")
+                return
+        raise DutError(f"vpp: its API does not answer (wedged)"
+                       + (f"\n{self.log_tail()}" if self.log_tail() else ""))
+
+    def _answers(self, timeout: float) -> bool:
+        try:
+            self._api.call("control_ping", _timeout=timeout)
+            return True
+        except DutError:
+            return False
+
+    def take_warnings(self) -> list[str]:
+        out, self._warnings = self._warnings, []
+        return out
+
+    def log_tail(self, lines: int = 15) -> str:
+        """The last lines of VPP's output and log, for error messages."""
+        if not self._dir or self.host is None:
+            return ""
+        out = []
+        for f in (self._out, self._startup.log if self._startup else None):
+            if not f:
+                continue
+            try:
+                text = self.host.exec.read_file(f)
+            except FwdbenchError:
+                continue
+            tail = [ln for ln in text.splitlines() if ln.strip()][-lines:]
+            if tail:
+                out.append(f"-- {f} (last {len(tail)} lines):\n" + "\n".join(tail))
+        return "\n".join(out)
+
+    # ---- teardown --------------------------------------------------------------
+
+    def teardown(self) -> None:
+        host = self.host
+        if host is None:
+            return
+        errors: list[str] = []
+        for closer in (self._api, self._stats):
+            if closer is not None:
+                closer.close()
+        self._api = self._stats = None
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                errors.append(f"VPP did not stop within {STOP_TIMEOUT_S:g} s of SIGTERM: killed")
+                proc.kill()
+                proc.wait(5)
+        if self._startup is not None:
+            host.exec.run(["find", "/dev/shm", "-maxdepth", "1", "-name",
+                           f"{self._startup.shm_prefix}-*", "-delete"], check=False)
+        if self._dir:
+            host.remove_dir(self._dir)
+            self._dir = None
+        for p in list(host.ports)[:2]:       # an XDP program VPP left behind
+            host.exec.run(["ip", "link", "set", "dev", p.dut.ifname, "xdp", "off"], check=False)
+        try:
+            host.restore_ports()
+        except Exception as e:
+            errors.append(f"ports: {e}")
+        self.host = None
+        self._sw_if = {}
+        if errors:
+            raise DutError("vpp teardown: " + "; ".join(errors))
+
+    def describe(self) -> dict[str, Any]:
+        inst = self.install
+        d: dict[str, Any] = {
+            "dut": "vpp",
+            **self.p.model_dump(mode="json"),
+            "version": self._version,
+            "prefix": inst.prefix if inst else None,
+            "build": inst.version if inst else None,
+            "cpus": self._cpus,
+            "main_core": self._startup.main_core if self._startup else None,
+            "worker_cpus": list(self._startup.workers) if self._startup else [],
+            "peer_macs": self.peer_macs(),
+            "interfaces": dict(self._sw_if),
+        }
+        if self._startup is not None:
+            d["startup_conf"] = self._startup.render()
+        d.update(self._config)
+        return d
+
+
+def _port_key(k: str) -> str:
+    return k[5:] if k.startswith("host-") else k

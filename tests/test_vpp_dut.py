@@ -1,0 +1,360 @@
+"""The `vpp` DUT driver: validation, startup.conf, and (root, a real VPP) every mode
+forwarding the right frames in the lab, checked on the wire with scapy; the FIB
+at scale, per-trial statistics, a crashed and a wedged VPP, and no leftovers.
+
+VPP comes from FD.io's packages or fwdbench's build (`make test VPP_SRC=...`).
+Without one these tests skip, except under CI=true, where a missing VPP fails.
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import signal
+import time
+
+import pytest
+
+from fwdbench.dut import load_drivers
+from fwdbench.dut.vpp import VppDut, find_vpp
+from fwdbench.dut.vpp.startup import Startup, plugins_for
+from fwdbench.errors import CampaignError, DutError
+from fwdbench.lab import PORTS
+
+P0, P1 = PORTS
+MARK = b"fwdbench-test"
+
+
+def need_vpp():
+    try:
+        return find_vpp()
+    except DutError as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and no VPP: {e}")
+        pytest.skip(str(e))
+
+
+# --- plan time (no root) -----------------------------------------------------
+def test_registered():
+    assert load_drivers()["vpp"] is VppDut
+
+
+@pytest.mark.parametrize("params, words", [
+    ({"mode": "nat6"}, "dut[0].params.mode: 'nat6' is not allowed"),
+    ({"routes": 0}, "dut[0].params.routes: 0 is too small; allowed: 1..1048576"),
+    ({"mode": "xconnect", "routes": 4}, "dut[0].params.routes: does not apply to mode 'xconnect'"),
+    ({"mode": "router", "learning": False}, "dut[0].params.learning: does not apply to mode 'router'"),
+    ({"mode": "router", "nat_sessions": 4096}, "dut[0].params.nat_sessions: does not apply"),
+    ({"interface": "af_packet", "af_xdp_mode": "copy"}, "dut[0].params.af_xdp_mode: applies to"),
+    ({"interface": "dpdk"}, "dut[0].params.interface: 'dpdk' is not allowed"),
+    ({"rx_mode": "busy"}, "dut[0].params.rx_mode"),
+    ({"workers": -1}, "dut[0].params.workers"),
+    ({"bogus": 1}, "dut[0].params.bogus: unknown key"),
+])
+def test_validate_errors_name_the_field(params, words):
+    with pytest.raises(CampaignError) as e:
+        VppDut.validate(params, "dut[0].params")
+    assert words in str(e.value)
+
+
+def test_validate_normalises_and_is_idempotent():
+    p = VppDut.validate({"mode": "nat", "routes": 8}, "p")
+    assert p["mode"] == "nat" and p["routes"] == 8 and p["interface"] == "af_xdp"
+    assert VppDut.validate(p, "p") == p
+
+
+def test_startup_conf_is_private_to_the_scenario():
+    s = Startup(run_dir="/run/fwdbench/x.d/vpp-1", shm_prefix="fb-x-vpp1",
+                plugin_dir="/opt/v/lib/vpp_plugins", plugins=plugins_for("af_xdp", "nat"),
+                main_core=1, workers=(1,), main_heap=300 << 20, buffers=16384)
+    text = s.render()
+    for line in ("runtime-dir /run/fwdbench/x.d/vpp-1", "cli-listen /run/fwdbench/x.d/vpp-1/cli.sock",
+                 "socket-name /run/fwdbench/x.d/vpp-1/api.sock", "prefix fb-x-vpp1",
+                 "main-core 1", "corelist-workers 1", "main-heap-size 300M",
+                 "buffers-per-numa 16384", "plugin default { disable }",
+                 "plugin af_xdp_plugin.so { enable }", "plugin nat_plugin.so { enable }",
+                 "per-node-counters on"):
+        assert line in text, line
+    assert "af_packet" not in text and "memif" not in text
+    assert plugins_for("af_packet", "bridge") == ("ping", "af_packet")
+
+
+def test_fib_sizes_the_heap_and_stats_segment():
+    from fwdbench.dut.vpp import VppParams
+    small, big = VppParams(), VppParams(routes=1 << 20)
+    assert big.heap_bytes() > (1 << 30) > small.heap_bytes()
+    assert big.stats_bytes() > small.stats_bytes() and big.stats_interval() > small.stats_interval()
+    assert VppParams(mode="xconnect").heap_bytes() == 256 << 20
+
+
+def test_check_names_a_missing_plugin(tmp_path):
+    """A VPP without the plugin a scenario needs is refused before anything runs."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    vpp = bin_ / "vpp"
+    vpp.write_text("#!/bin/sh\n")
+    vpp.chmod(0o755)
+    plugins = tmp_path / "lib" / "x86_64-linux-gnu" / "vpp_plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "af_packet_plugin.so").write_text("")
+    with pytest.raises(DutError, match=r"lacks the plugin\(s\) ping, af_xdp that interface"):
+        VppDut({"vpp_prefix": str(tmp_path)}).check()
+    with pytest.raises(DutError, match="has no executable bin/vpp"):
+        VppDut({"vpp_prefix": str(tmp_path / "none")}).check()
+
+
+# --- on the wire (root, real VPP) ----------------------------------------------
+def _udp4(src, dst, sport=1024, dport=1024, smac=P0.tg.mac, dmac=P0.dut.mac, ttl=64):
+    from scapy.all import IP, UDP, Ether, Raw
+    return Ether(src=smac, dst=dmac) / IP(src=src, dst=dst, ttl=ttl) / \
+        UDP(sport=sport, dport=dport) / Raw(MARK)
+
+
+def _udp6(src, dst, smac=P0.tg.mac, dmac=P0.dut.mac, hlim=64):
+    from scapy.all import UDP, Ether, IPv6, Raw
+    # not port 53: scapy would dissect the payload as DNS and hide the mark
+    return Ether(src=smac, dst=dmac) / IPv6(src=src, dst=dst, hlim=hlim) / \
+        UDP(sport=1024, dport=1024) / Raw(MARK)
+
+
+def _ours(p) -> bool:
+    from scapy.all import Raw
+    return Raw in p and bytes(p[Raw]).endswith(MARK)
+
+
+def _ipv4_checksum_ok(pkt) -> bool:
+    from scapy.all import IP, Ether
+    q = Ether(bytes(pkt))
+    want = q[IP].chksum
+    del q[IP].chksum
+    return Ether(bytes(q))[IP].chksum == want
+
+
+@pytest.fixture
+def dut(lab):
+    need_vpp()
+    made = []
+
+    def make(**params):
+        d = VppDut(VppDut.validate(params, "params"))
+        d.check()
+        d.setup(lab.dut_host())
+        made.append(d)
+        return d
+    yield make
+    for d in made:
+        d.teardown()
+    _assert_nothing_left(lab)
+
+
+def _assert_nothing_left(lab):
+    """No VPP process, shared memory, directory or XDP program of the run."""
+    from fwdbench.lab import cleanup
+    assert lab.dut_exec.pids() == [], "a process is left in the DUT namespace"
+    pre = cleanup.shm_prefix(lab.run_id)
+    assert [n for n in os.listdir("/dev/shm") if n.startswith(pre)] == []
+    run_dir = cleanup.run_dir(lab.run_id)
+    assert not os.path.isdir(run_dir) or os.listdir(run_dir) == []
+    for p in lab.ports:
+        link = lab.dut_exec.run(["ip", "-d", "link", "show", p.dut.ifname]).stdout
+        assert " xdp" not in link and "prog/xdp" not in link, link
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("interface", ["af_xdp", "af_packet"])
+def test_router_ipv4_forwards_with_ttl_checksum_and_macs(lab, dut, tg_wire, interface):
+    from scapy.all import IP, UDP, Ether
+    d = dut(mode="router", interface=interface)
+    tg_wire.listen("tg0", "tg1")
+    before = d.counters()
+    frames = [_udp4(f"198.18.128.{i}", f"198.19.{128 + i}.{i + 1}", ttl=64 - i) for i in range(5)]
+    tg_wire.send("tg0", frames)
+    got = tg_wire.sniff("tg1", count=5, timeout=3, match=_ours)
+    assert len(got) == 5
+    for sent, p in zip(frames, got):
+        assert p[Ether].src == P1.dut.mac and p[Ether].dst == P1.tg.mac
+        assert p[IP].ttl == sent[IP].ttl - 1
+        assert p[IP].src == sent[IP].src and p[IP].dst == sent[IP].dst
+        assert _ipv4_checksum_ok(p)
+        assert p[UDP].sport == 1024 and p[UDP].dport == 1024
+    after = d.counters()
+    delta = {k: after[k] - before.get(k, 0) for k in after}
+    # VPP's own interface counters and its per-node runtime, from the stats segment
+    assert delta["dut0.rx_packets"] >= 5 and delta["dut1.tx_packets"] >= 5
+    assert delta["vpp_node.ip4-lookup.vectors"] >= 5
+    assert delta["vpp_node.ip4-rewrite.clocks"] > 0 and delta["vpp_node.ip4-rewrite.calls"] >= 1
+    # the reverse direction is routed via tg0 once the FIB has both flow ranges
+    desc = d.describe()
+    assert desc["version"].startswith("26.") or desc["version"]
+    assert desc["interfaces"].keys() == {"dut0", "dut1"}
+    assert "main-core" in desc["startup_conf"]
+
+
+@pytest.mark.root
+def test_router_ipv6_forwards_with_hop_limit_and_macs(lab, dut, tg_wire):
+    from scapy.all import Ether, IPv6
+    dut(mode="router")
+    tg_wire.listen("tg1")
+    frames = [_udp6("2001:2:0:10::5", f"2001:2:0:11::{i + 1}", hlim=10 + i) for i in range(3)]
+    tg_wire.send("tg0", frames)
+    got = tg_wire.sniff("tg1", count=3, timeout=3, match=_ours)
+    assert len(got) == 3
+    for sent, p in zip(frames, got):
+        assert p[Ether].src == P1.dut.mac and p[Ether].dst == P1.tg.mac
+        assert p[IPv6].hlim == sent[IPv6].hlim - 1 and p[IPv6].dst == sent[IPv6].dst
+
+
+@pytest.mark.root
+def test_router_large_fib_installs_and_covers_the_flow_range(lab, dut, tg_wire):
+    """65,536 IPv4 routes through the bulk API path (bulk.py): every one installed,
+    and destinations spread over the split flow range all arrive, both ways."""
+    from scapy.all import IP
+    d = dut(mode="router", routes=65536, routes6=64)
+    fib = d.describe()["fib"]
+    assert fib["ipv4"]["installed"] == 65536 and fib["ipv6"]["installed"] == 64
+    # VPP's own count of what its FIB holds (the API's view, not ours)
+    routes = d._api.call("ip_route_dump", table={"table_id": 0, "is_ip6": False})
+    assert len(routes) >= 65536
+    tg_wire.listen("tg0", "tg1")
+    dsts = [str(ipaddress.ip_address("198.19.128.0") + k * 4099) for k in range(8)]
+    tg_wire.send("tg0", [_udp4("198.18.128.1", a) for a in dsts])
+    got = tg_wire.sniff("tg1", count=8, timeout=3, match=_ours)
+    assert sorted(p[IP].dst for p in got) == sorted(dsts)
+    tg_wire.send("tg1", _udp4("198.19.128.1", "198.18.200.2", smac=P1.tg.mac, dmac=P1.dut.mac))
+    back = tg_wire.sniff("tg0", count=1, timeout=3, match=_ours)
+    assert len(back) == 1 and back[0][IP].ttl == 63
+
+
+@pytest.mark.root
+def test_nat_rewrites_source_and_return_path(lab, dut, tg_wire):
+    from scapy.all import IP, UDP, Ether
+    d = dut(mode="nat")
+    tg_wire.listen("tg0", "tg1")
+    tg_wire.send("tg0", _udp4("198.18.128.7", "198.19.128.9", sport=5000, dport=6000))
+    out = tg_wire.sniff("tg1", count=1, timeout=3, match=_ours)
+    assert len(out) == 1
+    p = out[0]
+    assert p[IP].src == P1.dut.ip4 and p[IP].dst == "198.19.128.9"
+    assert p[IP].ttl == 63 and _ipv4_checksum_ok(p)
+    assert p[Ether].src == P1.dut.mac and p[Ether].dst == P1.tg.mac
+    mapped = p[UDP].sport
+    tg_wire.send("tg1", _udp4("198.19.128.9", P1.dut.ip4, sport=6000, dport=mapped,
+                              smac=P1.tg.mac, dmac=P1.dut.mac))
+    back = tg_wire.sniff("tg0", count=1, timeout=3, match=_ours)
+    assert len(back) == 1
+    r = back[0]
+    assert (r[IP].src, r[IP].dst, r[UDP].sport, r[UDP].dport) == \
+        ("198.19.128.9", "198.18.128.7", 6000, 5000)
+    assert _ipv4_checksum_ok(r)
+    assert d.describe()["nat"]["pool"] == P1.dut.ip4
+    sessions = d._api.call("nat44_user_dump")
+    assert len(sessions) >= 1
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("learning", [True, False])
+def test_bridge_passes_frames_unchanged(lab, dut, tg_wire, learning):
+    d = dut(mode="bridge", learning=learning)
+    tg_wire.listen("tg0", "tg1")
+    f1 = _udp4("198.18.128.1", "198.19.128.1", dmac=P1.tg.mac)
+    f2 = _udp4("198.19.128.1", "198.18.128.1", smac=P1.tg.mac, dmac=P0.tg.mac)
+    stranger = _udp4("198.18.128.2", "198.19.128.2", smac="02:fb:00:00:00:99", dmac=P1.tg.mac)
+    tg_wire.send("tg0", [f1, stranger])
+    tg_wire.send("tg1", f2)
+    got1 = tg_wire.sniff("tg1", count=2, timeout=3, match=_ours)
+    got0 = tg_wire.sniff("tg0", count=1, timeout=3, match=_ours)
+    assert [bytes(p) for p in got1] == [bytes(f1), bytes(stranger)]
+    assert [bytes(p) for p in got0] == [bytes(f2)]
+    fib = {str(e.mac).lower(): e for e in d._api.call("l2_fib_table_dump", bd_id=1)}
+    if learning:
+        assert "02:fb:00:00:00:99" in fib and not fib["02:fb:00:00:00:99"].static_mac
+    else:
+        assert "02:fb:00:00:00:99" not in fib
+        assert fib[P0.tg.mac].static_mac and fib[P1.tg.mac].static_mac
+    assert d.describe()["bridge"]["learning"] is learning
+
+
+@pytest.mark.root
+def test_xconnect_passes_any_frame_unchanged_both_ways(lab, dut, tg_wire):
+    from scapy.all import Ether, Raw
+    dut(mode="xconnect")
+    tg_wire.listen("tg0", "tg1")
+    odd = Ether(src="02:fb:00:00:00:77", dst="02:fb:00:00:00:78", type=0x88B5) / Raw(b"x" * 50 + MARK)
+    f = _udp4("198.18.128.1", "198.19.128.1", dmac=P1.tg.mac, ttl=1)    # TTL 1: not routed
+    tg_wire.send("tg0", [f, odd])
+    tg_wire.send("tg1", f)
+    assert [bytes(p) for p in tg_wire.sniff("tg1", count=2, timeout=3, match=_ours)] == \
+        [bytes(f), bytes(odd)]
+    assert [bytes(p) for p in tg_wire.sniff("tg0", count=1, timeout=3, match=_ours)] == [bytes(f)]
+
+
+@pytest.mark.root
+def test_a_crashed_vpp_fails_the_trial_with_its_log_and_leaves_nothing(lab):
+    need_vpp()
+    d = VppDut(VppDut.validate({}, "p"))
+    d.setup(lab.dut_host())
+    try:
+        os.kill(d._proc.pid, signal.SIGKILL)
+        d._proc.wait(5)
+        with pytest.raises(DutError, match=r"(?s)vpp: exited with -9 during the run.*vpp\.(out|log)"):
+            d.counters()
+    finally:
+        d.teardown()
+    _assert_nothing_left(lab)
+
+
+@pytest.mark.root
+def test_a_wedged_vpp_fails_the_trial_and_is_killed(lab):
+    """A VPP that stops answering (here: stopped by SIGSTOP, so taking the ports
+    down cannot revive it) fails the trial; teardown kills it (SIGTERM cannot
+    stop it) and says so; nothing is left."""
+    need_vpp()
+    d = VppDut(VppDut.validate({}, "p"))
+    d.setup(lab.dut_host())
+    pid = d._proc.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(DutError, match="its API does not answer"):
+            d.counters()
+        assert d.take_warnings() == []
+    finally:
+        with pytest.raises(DutError, match="did not stop within .* killed"):
+            d.teardown()
+    assert not os.path.exists(f"/proc/{pid}") or \
+        open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z"
+    _assert_nothing_left(lab)
+
+
+@pytest.mark.root
+def test_stats_per_trial_in_a_campaign(tmp_path):
+    """The campaign path (testbed, trial routine, store): VPP forwards fwdgen's
+    frames, each trial stores VPP's counter deltas, and the scenario records
+    VPP's version and startup.conf."""
+    need_vpp()
+    from fwdbench.campaign import build_campaign
+    from fwdbench.progress import Progress
+    from fwdbench.runner import open_for_run, run_campaign
+    cpus = sorted(os.sched_getaffinity(0))
+    c = build_campaign({
+        "campaign": {"name": "vpp-stats"},
+        "testbed": {"type": "netns", "gen_cpu": cpus[0], "dut_cpu": cpus[-1]},
+        "trial": {"duration": "1s", "warmup_trial": False},
+        "dut": [{"name": "vpp", "type": "vpp", "params": {"mode": "router"}}],
+        "profile": [{"name": "p64", "frame_size": 64, "flows": 16}],
+        "search": {"type": "sweep", "loads": ["20kpps"]},
+    }, "vpp.toml")
+    store = open_for_run(c, tmp_path / "r.sqlite")
+    try:
+        run_campaign(c, store, progress=Progress(quiet=True))
+        trials = [t for t in store.trials() if t.kind == "search"]
+        desc = store.scenarios()[0]["describe"]
+    finally:
+        store.close()
+    assert len(trials) == 1
+    r = trials[0].result
+    assert r.tx_packets == 20000 and r.rx_packets >= 19900
+    cnt = r.dut_counters
+    assert cnt["dut0.rx_packets"] >= r.rx_packets and cnt["dut1.tx_packets"] >= r.rx_packets
+    assert cnt["vpp_node.ip4-lookup.vectors"] >= r.rx_packets
+    assert cnt["vpp_node.ethernet-input.clocks"] > 0
+    assert desc["dut"] == "vpp" and "main-core" in desc["startup_conf"]
+    assert desc["lab_ingress"]["mode"] == "afxdp"
