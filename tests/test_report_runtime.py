@@ -44,6 +44,34 @@ def test_runtime_point_per_node_and_path():
     assert "nat44" not in {r.node for r in runtime_point(2e5, 0.0, idle, None).nodes}
 
 
+def vpp_counters() -> dict:
+    """One trial's deltas as the VPP driver reads them from VPP's stats segment."""
+    c = {"dut0.rx_packets": 1000, "vpp_err.dut1-tx.syscall required": 7, "vpp_revived": 0}
+    for node, calls, vectors, clocks in (
+            ("af_xdp-input", 90_000, 1000, 40_000_000), ("ethernet-input", 20, 1000, 9_000),
+            ("ip4-input", 20, 1000, 12_000), ("ip4-lookup", 20, 1000, 15_000),
+            ("ip4-rewrite", 20, 1000, 11_000), ("dut1-tx", 20, 1000, 600_000),
+            ("statseg-collector-process", 0, 0, 2_000_000)):
+        for f, v in (("calls", calls), ("vectors", vectors), ("clocks", clocks), ("suspends", 0)):
+            c[f"vpp_node.{node}.{f}"] = v
+    return c
+
+
+def test_vpp_counters_read_as_nodes_with_its_input_node_and_path():
+    """VPP's vectors are packets; its polling input node opens the path; process
+    nodes (no packets) are not on the path; error counters are not nodes."""
+    n = node_counters(vpp_counters())
+    assert n["ip4-lookup"] == {"calls": 20, "packets": 1000, "clocks": 15_000}
+    assert "statseg-collector-process" in n and not any("err" in k for k in n)
+    p = runtime_point(2e5, 0.0, vpp_counters(), 2.3e9)
+    assert p.nodes[0].node == "af_xdp-input"
+    assert {r.node for r in p.nodes} == {"af_xdp-input", "ethernet-input", "ip4-input",
+                                          "ip4-lookup", "ip4-rewrite", "dut1-tx"}
+    assert p.path_clocks == (9_000 + 12_000 + 15_000 + 11_000 + 600_000) / 1000
+    assert [q.load_pps for q in scenario_runtime([_trial(2e5, 0.0, vpp_counters())],
+                                                 {"tsc_hz": 2.3e9}, 0.005)] == [2e5]
+
+
 def _trial(load, loss, c, kind="search"):
     return ({"kind": kind, "intended_load_pps": load, "loss_ratio": loss},
             SimpleNamespace(dut_counters=c))

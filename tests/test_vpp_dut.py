@@ -358,3 +358,39 @@ def test_stats_per_trial_in_a_campaign(tmp_path):
     assert cnt["vpp_node.ethernet-input.clocks"] > 0
     assert desc["dut"] == "vpp" and "main-core" in desc["startup_conf"]
     assert desc["lab_ingress"]["mode"] == "afxdp"
+
+
+@pytest.mark.root
+def test_an_optional_dut_that_cannot_run_is_skipped_with_a_note(tmp_path, capsys):
+    """`optional = true`: a VPP that is not there skips its scenarios with one line
+    saying why and how to add it; the other DUTs run (the demo without VPP)."""
+    from fwdbench.campaign import build_campaign
+    from fwdbench.progress import Progress
+    from fwdbench.runner import open_for_run, run_campaign
+    cpus = sorted(os.sched_getaffinity(0))
+    c = build_campaign({
+        "campaign": {"name": "opt"},
+        "testbed": {"type": "netns", "gen_cpu": cpus[0], "dut_cpu": cpus[-1]},
+        "trial": {"duration": "0.2s", "warmup_trial": False},
+        "dut": [{"name": "linux", "type": "linux", "params": {"mode": "router"}},
+                {"name": "vpp", "type": "vpp", "optional": True,
+                 "params": {"vpp_prefix": str(tmp_path / "no-vpp")}}],
+        "profile": [{"name": "p64"}],
+        "search": {"type": "sweep", "loads": ["5kpps"]},
+    }, "opt.toml")
+    store = open_for_run(c, tmp_path / "r.sqlite")
+    try:
+        summary = run_campaign(c, store, progress=Progress(quiet=False, trial_lines=False))
+        done = {s["dut_name"] for s in store.scenarios() if s["describe"]}
+    finally:
+        store.close()
+    assert summary.repetitions_done == 1 and done == {"linux"}
+    err = capsys.readouterr().err
+    assert "skipping dut 'vpp' (optional, not available here): vpp: vpp_prefix" in err
+    assert "VPP_SRC=" in err
+    # a DUT that is not optional stops the campaign before anything is built
+    c2 = build_campaign({**c.file.model_dump(mode="json"),
+                         "dut": [{"name": "vpp", "type": "vpp",
+                                  "params": {"vpp_prefix": str(tmp_path / "no-vpp")}}]}, "x.toml")
+    with pytest.raises(DutError, match="has no executable bin/vpp"):
+        run_campaign(c2, open_for_run(c2, tmp_path / "r2.sqlite"), progress=Progress(quiet=True))

@@ -148,8 +148,11 @@ class Profile(Strict):
 
 class DutSpec(Strict):
     name: str
-    type: str = Field(description="driver: linux, xdp, testpmd, vfwd, sim")
+    type: str = Field(description="driver: linux, xdp, testpmd, vfwd, vpp, sim")
     params: dict[str, Any] = Field(default_factory=dict)
+    optional: bool = Field(False, description="where this DUT cannot run on the testbed "
+                                              "(e.g. no VPP installed), skip its scenarios "
+                                              "with a note instead of refusing the campaign")
 
 
 class CampaignFile(Strict):

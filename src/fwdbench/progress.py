@@ -54,6 +54,15 @@ class Progress:
             print(f"scenario {self.scenario_label}", file=sys.stderr, flush=True)
         self.n_done += 1
 
+    def note(self, text: str) -> None:
+        """One line for the user (plain text: never markup)."""
+        if self.quiet:
+            return
+        if self._bar is not None:
+            self.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
     def trial_started(self, load_pps: float, duration_s: float, kind: str) -> None:
         status = f"{kind} {fmt_pps(load_pps)} x {duration_s:g}s  last: {self.last}"
         if self._bar is not None:

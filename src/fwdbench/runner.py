@@ -189,8 +189,10 @@ def run_campaign(campaign: Campaign, store: ResultsStore, *, progress: Progress,
         by_scenario: dict[int, list[int]] = {}
         for sc, r in todo:
             by_scenario.setdefault(sc.idx, []).append(r)
+        for name, why in backend.unavailable.items():
+            progress.note(f"skipping dut {name!r} (optional, not available here): {why}")
         for sc in campaign.scenarios:
-            if sc.idx not in by_scenario:
+            if sc.idx not in by_scenario or sc.dut.name in backend.unavailable:
                 continue
             sid = ids[sc.idx]
             with backend.scenario(sc) as (execute, describe):

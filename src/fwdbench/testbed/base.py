@@ -27,6 +27,8 @@ class Testbed(ABC):
 
     def __init__(self, campaign: "Campaign"):
         self.campaign = campaign
+        #: optional DUTs that cannot run here: name -> why (their scenarios are skipped)
+        self.unavailable: dict[str, str] = {}
 
     def __enter__(self) -> "Testbed":
         return self
@@ -47,15 +49,24 @@ class Testbed(ABC):
         """Configure ``sc``'s DUT; yield (execute, the scenario's record); tear it down."""
 
 
-def check_duts(campaign: "Campaign", host: "DutHost | None" = None) -> None:
+def check_duts(campaign: "Campaign", host: "DutHost | None" = None) -> dict[str, str]:
     """Probe every DUT's tools on the DUT host before anything is measured: no
-    discovering mid-run that something is missing."""
+    discovering mid-run that something is missing. A DUT that fails raises,
+    unless it is ``optional``: then it is returned, name -> why."""
     from ..dut import load_drivers
+    from ..errors import DutError
     drivers = load_drivers()
     seen: set[str] = set()
+    unavailable: dict[str, str] = {}
     for sc in campaign.scenarios:
         if sc.dut.name not in seen:
             seen.add(sc.dut.name)
-            drivers[sc.dut.type](sc.dut.params).check(host)
+            try:
+                drivers[sc.dut.type](sc.dut.params).check(host)
+            except DutError as e:
+                if not sc.dut.optional:
+                    raise
+                unavailable[sc.dut.name] = str(e)
+    return unavailable
 
 

@@ -34,7 +34,7 @@ class NetnsTestbed(Testbed):
             raise LabError("the netns testbed needs root (network namespaces, veth, XDP): "
                            "run with sudo, or use testbed.type = \"sim\" for simulated DUTs")
         tb = self.campaign.file.testbed
-        check_duts(self.campaign)
+        self.unavailable = check_duts(self.campaign)
         self.lab = Lab.up(LabConfig(gen_cpu=tb.gen_cpu, dut_cpu=tb.dut_cpu,
                                     kernel_tuning=tb.kernel_tuning,
                                     napi_rt_priority=tb.napi_rt_priority))
@@ -70,6 +70,8 @@ class NetnsTestbed(Testbed):
 
     def describe(self) -> dict:
         d = dict(self.lab.describe())
+        if self.unavailable:
+            d["skipped_duts"] = dict(self.unavailable)
         d["generator"] = self.generator.describe()
         d[self.generator.name] = self.generator_info      # e.g. "fwdgen": its check()
         if self.energy is not None:

@@ -120,6 +120,7 @@ class VppDut(DutDriver):
         self._out = None
         self._warnings: list[str] = []
         self._revived = 0
+        self._tsc_hz: float | None = None
 
     # ---- plan time ------------------------------------------------------------
 
@@ -229,6 +230,7 @@ class VppDut(DutDriver):
         self._api = VppApi.connect(self._startup.api_socket, inst.api_files(),
                                    alive=lambda: self._proc is not None and self._proc.poll() is None)
         self._version = self._api.call("show_version").version
+        self._tsc_hz = _base_frequency(self._api.cli("show cpu"))
         self._stats = VppStats(self._startup.stats_socket, self._startup.stats_interval)
         self._stats.connect()
 
@@ -386,6 +388,8 @@ class VppDut(DutDriver):
             "worker_cpus": list(self._startup.workers) if self._startup else [],
             "peer_macs": self.peer_macs(),
             "interfaces": dict(self._sw_if),
+            # the clock of VPP's per-node counters (for ns per packet in the report)
+            "tsc_hz": self._tsc_hz,
         }
         if self._startup is not None:
             d["startup_conf"] = self._startup.render()
@@ -395,3 +399,12 @@ class VppDut(DutDriver):
 
 def _port_key(k: str) -> str:
     return k[5:] if k.startswith("host-") else k
+
+
+def _base_frequency(show_cpu: str) -> float | None:
+    """VPP's clock rate [Hz] from ``show cpu`` ("Base frequency: 2.3000 GHz"): the
+    clock its per-node counters count in. Parsed from the CLI because no API
+    message reports it."""
+    import re
+    m = re.search(r"Base frequency:\s*([0-9.]+)\s*GHz", show_cpu)
+    return float(m.group(1)) * 1e9 if m else None

@@ -22,9 +22,9 @@ from pathlib import Path
 from ...errors import DutError
 
 OPT = os.environ.get("FWDBENCH_OPT", "/opt/fwdbench")
-HOW_TO_GET = ("install FD.io's vpp and vpp-plugin-core packages, or build it once with "
-              "`make vpp VPP_SRC=<vpp release tarball>` (scripts/build-vpp.sh), or set the "
-              "DUT param vpp_prefix")
+HOW_TO_GET = ("install FD.io's vpp and vpp-plugin-core packages, or let fwdbench build it "
+              "once: `make demo VPP_SRC=<VPP release tarball>` (scripts/build-vpp.sh), or "
+              "point the DUT param vpp_prefix at an install")
 
 
 @dataclass(frozen=True)
