@@ -14,25 +14,21 @@ the ports and hands the ports back as the testbed made them.
 """
 from __future__ import annotations
 
-import signal
-import subprocess
-import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...errors import CampaignError, DutError, FwdbenchError
+from ...errors import CampaignError, DutError
 from ...validation import parse_params
 from .. import register
 from ..base import DutDriver
 from . import modes
 from .api import VppApi
 from .install import VppInstall, find_vpp
+from .process import VppProcess
 from .startup import Startup, plugins_for
-from .stats import VppStats
 
 MAX_ROUTES = 1 << 20
-STOP_TIMEOUT_S = 10.0       # [s] after SIGTERM before SIGKILL
 PING_TIMEOUT_S = 5.0        # [s] a live VPP answers a control ping within this
 RX_MODES = {"polling": 1, "interrupt": 2, "adaptive": 3}
 AF_XDP_MODES = {"auto": 0, "copy": 1, "zero-copy": 2}
@@ -108,16 +104,13 @@ class VppDut(DutDriver):
         self.afxdp_rx = self.p.interface == "af_xdp"
         self.host = None
         self.install: VppInstall | None = None
-        self._proc: subprocess.Popen | None = None
+        self.vpp: VppProcess | None = None
         self._startup: Startup | None = None
         self._dir: str | None = None
-        self._api: VppApi | None = None
-        self._stats: VppStats | None = None
         self._sw_if: dict[str, int] = {}
         self._config: dict[str, Any] = {}
         self._version = ""
         self._cpus: list[int] = []
-        self._out = None
         self._warnings: list[str] = []
         self._revived = 0
         self._tsc_hz: float | None = None
@@ -171,9 +164,18 @@ class VppDut(DutDriver):
             return {ports[0].tg.ifname: ports[1].tg.mac, ports[1].tg.ifname: ports[0].tg.mac}
         return {p.tg.ifname: p.dut.mac for p in ports}
 
+    @property
+    def _api(self) -> VppApi | None:
+        return self.vpp.api if self.vpp is not None else None
+
+    @property
+    def _proc(self):
+        return self.vpp.proc if self.vpp is not None else None
+
     def pids(self) -> list[int]:
         """VPP's process (main thread and workers): its CPU time is the DUT's."""
-        return [self._proc.pid] if self._proc is not None and self._proc.poll() is None else []
+        pid = self.vpp.pid if self.vpp is not None else None
+        return [pid] if pid is not None else []
 
     # ---- lifecycle ------------------------------------------------------------
 
@@ -193,7 +195,7 @@ class VppDut(DutDriver):
             self._start(host)
             self._configure(host, ports)
         except BaseException as e:
-            tail = self.log_tail()
+            tail = self.log_tail() if not str(e).count("\n-- ") else ""
             try:
                 self.teardown()
             except Exception as te:
@@ -217,22 +219,9 @@ class VppDut(DutDriver):
             workers=workers, main_heap=self.p.heap_bytes(), buffers=self.p.buffers,
             page_size=self.p.page_size, stats_size=self.p.stats_bytes(),
             stats_interval=self.p.stats_interval())
-        conf = f"{self._dir}/startup.conf"
-        host.exec.write_file(conf, self._startup.render())
-        self._out = f"{self._dir}/vpp.out"
-        out = open(self._out, "w") if host.kind == "netns" else subprocess.DEVNULL
-        try:
-            self._proc = host.exec.popen([inst.vpp, "-c", conf], stdin=subprocess.DEVNULL,
-                                         stdout=out, stderr=subprocess.STDOUT)
-        finally:
-            if out is not subprocess.DEVNULL:
-                out.close()
-        self._api = VppApi.connect(self._startup.api_socket, inst.api_files(),
-                                   alive=lambda: self._proc is not None and self._proc.poll() is None)
-        self._version = self._api.call("show_version").version
+        self.vpp = VppProcess.start(inst, self._startup, host.exec)
+        self._version = self.vpp.version
         self._tsc_hz = _base_frequency(self._api.cli("show cpu"))
-        self._stats = VppStats(self._startup.stats_socket, self._startup.stats_interval)
-        self._stats.connect()
 
     def _configure(self, host, ports) -> None:
         api = self._api
@@ -278,10 +267,10 @@ class VppDut(DutDriver):
 
     def counters(self) -> dict[str, int]:
         """Interface, error and per-node counters (cumulative; stats.py)."""
-        if self._stats is None or self._api is None:
+        if self.vpp is None or self.vpp.stats is None:
             raise DutError("vpp: counters() before setup()")
         self._check_alive()
-        raw = self._stats.counters()
+        raw = self.vpp.stats.counters()
         # af_packet interfaces are host-<port>: key them by the port's name
         return {**{_port_key(k): v for k, v in raw.items()}, "vpp_revived": self._revived}
 
@@ -307,7 +296,7 @@ class VppDut(DutDriver):
                     "stopped veth queue); the DUT ports were taken down and up to end it: "
                     "the frames it did not forward meanwhile count as this trial's loss")
                 return
-        raise DutError(f"vpp: its API does not answer (wedged)"
+        raise DutError("vpp: its API does not answer (wedged)"
                        + (f"\n{self.log_tail()}" if self.log_tail() else ""))
 
     def _answers(self, timeout: float) -> bool:
@@ -321,22 +310,9 @@ class VppDut(DutDriver):
         out, self._warnings = self._warnings, []
         return out
 
-    def log_tail(self, lines: int = 15) -> str:
+    def log_tail(self) -> str:
         """The last lines of VPP's output and log, for error messages."""
-        if not self._dir or self.host is None:
-            return ""
-        out = []
-        for f in (self._out, self._startup.log if self._startup else None):
-            if not f:
-                continue
-            try:
-                text = self.host.exec.read_file(f)
-            except FwdbenchError:
-                continue
-            tail = [ln for ln in text.splitlines() if ln.strip()][-lines:]
-            if tail:
-                out.append(f"-- {f} (last {len(tail)} lines):\n" + "\n".join(tail))
-        return "\n".join(out)
+        return self.vpp.log_tail() if self.vpp is not None else ""
 
     # ---- teardown --------------------------------------------------------------
 
@@ -345,22 +321,9 @@ class VppDut(DutDriver):
         if host is None:
             return
         errors: list[str] = []
-        for closer in (self._api, self._stats):
-            if closer is not None:
-                closer.close()
-        self._api = self._stats = None
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                errors.append(f"VPP did not stop within {STOP_TIMEOUT_S:g} s of SIGTERM: killed")
-                proc.kill()
-                proc.wait(5)
-        if self._startup is not None:
-            host.exec.run(["find", "/dev/shm", "-maxdepth", "1", "-name",
-                           f"{self._startup.shm_prefix}-*", "-delete"], check=False)
+        if self.vpp is not None:
+            errors += self.vpp.stop()
+            self.vpp = None
         if self._dir:
             host.remove_dir(self._dir)
             self._dir = None
