@@ -87,7 +87,13 @@ class VppApi:
 
     def cli(self, cmd: str) -> str:
         """Run a CLI command through the API; its output. Only for what has no message."""
-        return self.call("cli_inband", cmd=cmd).reply
+        try:
+            r = self.client.api.cli_inband(cmd=cmd)
+        except Exception as e:
+            raise DutError(f"vpp: CLI {cmd[:80]!r}: {type(e).__name__}: {e}") from None
+        if r.retval:
+            raise DutError(f"vpp: CLI {cmd[:200]!r} failed: {r.reply.strip()[:300]}")
+        return r.reply
 
     def bulk_prefixes(self, name: str, base: dict[str, Any], field: str,
                       prefixes: Iterable[tuple[bytes, int]], *, v6: bool) -> int:
