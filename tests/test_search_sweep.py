@@ -78,7 +78,9 @@ def test_latency_after_search_and_standalone():
     with pytest.raises(SearchError, match="no PDR"):
         run_search(LatencySettings(), d.measure, 2 * C)
     with pytest.raises(SearchError, match="above max load"):
-        run_search(LatencySettings(fractions=[1.5]), d.measure, C, pdr_pps=C)
+        run_search(LatencySettings(fractions=[0.9]), d.measure, 0.5 * C, pdr_pps=C)
+    with pytest.raises(ValidationError, match="above 1"):
+        LatencySettings(fractions=[1.5])         # latency above the PDR is no latency point
 
 
 def test_latency_uses_ndr_when_no_pdr_goal():

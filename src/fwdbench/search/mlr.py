@@ -107,6 +107,8 @@ class _Measurer(AbstractMeasurer):
                              kind="warmup" if warmup else "search")
         n = trial.intended_packets
         rx = min(trial.rx_packets, n)
+        if n <= 0:              # measured nothing: a total loss to the library too
+            n, rx = 1, 0
         # offered = intended and forwarded = rx, so the library's loss ratio is
         # exactly fwdbench's PLR = (tx_intended - rx) / tx_intended.
         return MeasurementResult(
