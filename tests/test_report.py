@@ -306,14 +306,14 @@ def test_empty_store_says_so_plainly(tmp_path):
 
 def test_report_cmd_errors_name_the_file(tmp_path, capsys):
     missing = tmp_path / "nope.sqlite"
-    assert report_cmd(missing, tmp_path / "out") == 1
+    assert report_cmd(missing, tmp_path / "out") == 2
     err = capsys.readouterr().err
     assert "nope.sqlite" in err and "no such results file" in err
     assert not missing.exists()                 # the report never creates a store
     junk = tmp_path / "junk.sqlite"
     junk.write_text("not a database\n" * 100)
-    assert report_cmd(junk, tmp_path / "out") == 1
-    assert "not a fwdbench results file" in capsys.readouterr().err
+    assert report_cmd(junk, tmp_path / "out") == 2
+    assert "not a fwdbench results store" in capsys.readouterr().err
 
 
 def test_ctrl_c_while_drawing_says_how_to_finish(campaign, tmp_path, capsys, monkeypatch):

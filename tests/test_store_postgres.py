@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from fwdbench.store import (SCHEMA_VERSION, SQLiteStore, StoreError, open_store, remove_store)
+from fwdbench.store import (SCHEMA_VERSION, SQLiteStore, StoreBusy, StoreError, open_store,
+                            remove_store)
 from fwdbench.store.postgres import PostgresStore, mask_url, pg_ddl, split_url
 from fwdbench.store.schema import MIGRATIONS
 from helpers import sim_campaign
@@ -308,22 +309,83 @@ def test_read_only_open_of_a_missing_store_creates_nothing(target):
         assert not _schema_exists(target)
 
 
-def test_read_only_open_upgrades_an_old_store_once(target):
-    """A store at schema version 0 (here: no tables yet) is upgraded, as opening
-    it for writing would, and then read through a read-only connection."""
+def test_read_only_open_refuses_what_is_not_a_store_untouched(target):
+    """No fwdbench tables (an empty SQLite file, an empty schema): a reading
+    command refuses it and creates nothing (it used to create the tables)."""
     if isinstance(target, Path):
-        import sqlite3
-        sqlite3.connect(target).close()
+        target.touch()
     else:
         import psycopg
         conninfo, schema = split_url(target)
         with psycopg.connect(conninfo, autocommit=True) as con:
             con.execute(f'CREATE SCHEMA "{schema}"')
-    st = open_store(target, read_only=True)
+    with pytest.raises(StoreError, match="not a fwdbench results store|an empty file"):
+        open_store(target, read_only=True)
+    if isinstance(target, Path):
+        assert target.stat().st_size == 0
+        assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+    else:
+        with psycopg.connect(conninfo, autocommit=True) as con:
+            assert con.execute("SELECT count(*) FROM pg_tables WHERE schemaname=%s",
+                               (schema,)).fetchone()[0] == 0
+
+
+# -- one writer per store ----------------------------------------------------------
+
+@pytest.fixture
+def quick_writer_wait(monkeypatch):
+    """A SQLite writer waits WRITER_WAIT_S for readers before refusing; shorten it."""
+    monkeypatch.setattr("fwdbench.store.sqlite.WRITER_WAIT_S", 0.2)
+
+
+def test_a_store_has_one_writer_and_the_refusal_names_it(target, quick_writer_wait):
+    import socket
+    st = open_store(target)
     try:
-        assert st.schema_version == SCHEMA_VERSION and st.campaign() is None
+        with pytest.raises(StoreBusy) as e:
+            open_store(target)
+        msg = str(e.value)
+        assert f"being written by fwdbench pid {os.getpid()} on host {socket.gethostname()}, " \
+               "started 20" in msg, msg
+        assert "one writer at a time" in msg and "--resume" in msg
+        with pytest.raises(StoreBusy, match=f"pid {os.getpid()} "):
+            remove_store(target)                # --force never pulls it from under a run
+        ro = open_store(target, read_only=True)  # readers are welcome
+        ro.close()
     finally:
         st.close()
+    open_store(target).close()                  # free again once the writer closed
+
+
+def _holder(target) -> subprocess.Popen:
+    """Another process that opens ``target`` as its writer and sleeps."""
+    code = ("import sys, time; from fwdbench.store import open_store, store_target; "
+            "st = open_store(store_target(sys.argv[1])); print('locked', flush=True); "
+            "time.sleep(120)")
+    p = subprocess.Popen([sys.executable, "-c", code, str(target)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline().strip()
+    assert line == "locked", p.stderr.read() if p.poll() is not None else line
+    return p
+
+
+def test_the_writer_lock_dies_with_a_killed_writer(target, quick_writer_wait):
+    p = _holder(target)
+    try:
+        with pytest.raises(StoreBusy, match=f"fwdbench pid {p.pid} on host "):
+            open_store(target)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    end = time.monotonic() + 10             # the server notices the closed connection
+    while True:
+        try:
+            open_store(target).close()
+            break
+        except StoreBusy:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.1)
 
 
 def test_remove_store_starts_over(target):
@@ -564,6 +626,42 @@ def test_e2e_kill_9_then_resume_gives_the_same_trial_set(reference, pg_url):
     assert results == expected[1]
     assert status.get("running", 0) == 0
     assert status.get("interrupted", 0) >= 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_e2e_second_resume_refuses_and_trials_are_not_duplicated(backend, reference, tmp_path,
+                                                                request):
+    """Two 'run --resume' of one store at once used to both run, duplicating trials
+    (analyze then counted them as repetitions). The second now refuses, naming the
+    first; the store ends with exactly the uninterrupted run's trials."""
+    url = tmp_path / "twice.sqlite" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    r = fwdbench("run", reference["campaign"], "--out", url, "--no-report", "-q")
+    assert r.returncode == 0, r.stderr
+    # an unfinished store: drop the last repetition's results and trials
+    raw_exec(url, "DELETE FROM repetition_done WHERE repetition = 1")
+    raw_exec(url, "DELETE FROM result WHERE repetition = 1")
+    raw_exec(url, "DELETE FROM trial WHERE repetition = 1")
+    first = subprocess.Popen(FWDBENCH + ["run", "--resume", str(url), "--no-report", "-q"],
+                             env=dict(os.environ, FWDBENCH_SIM_DELAY="1"),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not raw_exec(
+                url, "SELECT 1 FROM trial WHERE repetition = 1"):
+            time.sleep(0.05)
+        second = fwdbench("run", "--resume", url, "--no-report", "-q")
+        assert second.returncode == 3, second.stderr
+        assert f"is being written by fwdbench pid {first.pid} on host " in second.stderr
+        assert "one writer at a time" in second.stderr and "Traceback" not in second.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    r = fwdbench("run", "--resume", url, "--no-report", "-q")
+    assert r.returncode == 0, r.stderr
+    rows, results, status = trial_set(url)
+    measured = [x for x in rows if x[3] != "warmup"]       # each run warms up once
+    assert measured == [x for x in reference["trials"][0] if x[3] != "warmup"]
+    assert results == reference["trials"][1]
 
 
 def test_e2e_ctrl_c_message_masks_the_password(pg_cluster, tmp_path, reference):

@@ -269,16 +269,12 @@ def read_store(path: Path | str) -> list[Experiment]:
     from fwdbench.store import StoreError, is_store_url, open_store
 
     url = is_store_url(path)
-    if not url and not Path(path).is_file():
-        raise InputFormatError(f"{path}: cannot read: no such results file")
     try:
         store = open_store(path, read_only=True)
-    except StoreError as e:
-        if url:          # the message names the URL (password masked) and the fix
-            raise InputFormatError(str(e)) from None
-        raise InputFormatError(f"{path}: not a fwdbench results file ({e})") from None
-    except Exception as e:   # sqlite3.DatabaseError: not a database
-        raise InputFormatError(f"{path}: not a fwdbench results file ({e})") from None
+    except StoreError as e:     # names the file (or the URL, password masked) and the fix
+        raise InputFormatError(str(e)) from None
+    except Exception as e:      # sqlite3.DatabaseError: damaged
+        raise InputFormatError(f"{path}: not a readable fwdbench results store ({e})") from None
     if url:
         path = store.label   # never the URL (it may carry a password)
     try:

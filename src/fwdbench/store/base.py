@@ -13,6 +13,8 @@ connection and the few dialect hooks below; nothing else differs.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -29,6 +31,13 @@ class StoreError(FwdbenchError):
 class StoreNeedsMigration(StoreError):
     """A store opened read-only was written by an older fwdbench: its schema
     must be upgraded (a write) before this one can read it."""
+
+
+class StoreBusy(StoreError):
+    """Another process is writing this store (a store has one writer at a time)."""
+
+
+WRITER_KEY = "writer"       # meta row: who holds the writer lock (JSON: pid, host, started_at)
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,7 @@ class ResultsStore:
 
     path: Any
     db: Any
+    _writer: dict[str, Any] | None = None     # our record while we hold the writer lock
 
     # -- dialect hooks (the only backend-specific parts) --------------------
     def _exec(self, sql: str, args: tuple = ()) -> Any:
@@ -88,8 +98,65 @@ class ResultsStore:
         """Upgrade from version ``step`` to ``step + 1``: DDL and version bump in one commit."""
         raise NotImplementedError
 
+    def _try_lock_writer(self) -> bool:
+        """Take this store's writer lock without waiting; False when another process
+        holds it. The lock must die with the process (kill -9 included)."""
+        raise NotImplementedError
+
+    def _unlock_writer(self) -> None:
+        raise NotImplementedError
+
     def close(self) -> None:
+        if self._writer is not None:
+            try:
+                with self.tx():
+                    self._exec("DELETE FROM meta WHERE key=? AND value=?",
+                               (WRITER_KEY, json.dumps(self._writer, sort_keys=True)))
+            except Exception:
+                pass            # e.g. the connection is gone: the lock dies with it anyway
+            try:
+                self._unlock_writer()
+            except Exception:
+                pass
+            self._writer = None
         self.db.close()
+
+    # -- one writer ---------------------------------------------------------
+    def lock_writer(self) -> None:
+        """Become this store's only writer, or raise :class:`StoreBusy` naming the
+        process that is (its pid, host and start time, as it recorded them).
+        Held until :meth:`close` or the end of the process."""
+        if self._writer is not None:
+            return
+        if not self._try_lock_writer():
+            raise StoreBusy(
+                f"{self.path} is being written by {self.writer_holder()}; a results store "
+                "has one writer at a time: wait for that run to end, or stop it, then "
+                f"continue with 'fwdbench run --resume {self.path}'")
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": time.time()}
+        try:
+            with self.tx():
+                self._exec("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key)"
+                           " DO UPDATE SET value=excluded.value",
+                           (WRITER_KEY, json.dumps(me, sort_keys=True)))
+        except BaseException:
+            self._unlock_writer()
+            raise
+        self._writer = me
+
+    def writer_holder(self) -> str:
+        """The writer as it recorded itself: 'fwdbench pid N on HOST, started TIME'."""
+        try:
+            row = self._exec("SELECT value FROM meta WHERE key=?", (WRITER_KEY,)).fetchone()
+            w = json.loads(row["value"]) if row else None
+        except Exception:
+            w = None
+        if not isinstance(w, dict):
+            return "another fwdbench process (it has not recorded its pid yet)"
+        started = w.get("started_at")
+        when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
+                if isinstance(started, (int, float)) else "?")
+        return f"fwdbench pid {w.get('pid', '?')} on host {w.get('host', '?')}, started {when}"
 
     # -- schema -------------------------------------------------------------
     def _version(self) -> int:
@@ -114,6 +181,9 @@ class ResultsStore:
         """For a read-only connection: the schema is this fwdbench's."""
         v = self._version()
         self._check_version(v)
+        if v == 0:
+            raise StoreError(f"{self.path}: not a fwdbench results store (no fwdbench "
+                             "tables in it); give the file or URL 'fwdbench run' wrote to")
         if v < SCHEMA_VERSION:
             raise StoreNeedsMigration(f"{self.path}: schema version {v} needs an upgrade to "
                                       f"{SCHEMA_VERSION}")

@@ -219,6 +219,20 @@ class PostgresStore(ResultsStore):
                                  f"failed: {' '.join(str(e).split())}") from e
             self._exec(version_upsert(step + 1))
 
+    def _writer_key(self) -> str:
+        return f"fwdbench.writer.{self.schema}"
+
+    def _try_lock_writer(self) -> bool:
+        # A session-level advisory lock keyed on the schema: held by this connection,
+        # dropped by the server when the connection ends (the process exiting included).
+        row = self._exec("SELECT pg_try_advisory_lock(hashtextextended(?, 0)) AS locked",
+                         (self._writer_key(),)).fetchone()
+        return bool(row["locked"])
+
+    def _unlock_writer(self) -> None:
+        self._exec("SELECT pg_advisory_unlock(hashtextextended(?, 0)) AS unlocked",
+                   (self._writer_key(),))
+
     def drop_tables(self) -> bool:
         """Remove this campaign (fwdbench's tables in the schema; nothing else).
         False when the schema holds no fwdbench store."""
