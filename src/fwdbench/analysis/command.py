@@ -4,8 +4,8 @@ Reads PASTRAMI measurement files and CSV (load,repetition,tx,rx), one
 experiment per file, and prints a table (file, PDR@0.5% [pps], saturation
 load [pps], verdict, worst normalised uncertainty of the mean PLR), or with
 ``as_json`` one JSON object per experiment per line with the keys file,
-pdr_0p5_pps, saturation_load_pps, verdict (GOOD, BAD or NO_SATURATION),
-rule and max_norm_uncertainty (plus ``figure`` when one was written).
+pdr_0p5_pps, saturation_load_pps, verdict (GOOD or BAD), reason (null, or
+"no saturation in the measured range"), rule and max_norm_uncertainty (plus ``figure`` when one was written).
 
 Figures (one SVG per experiment, PASTRAMI style) are written only when
 ``out_dir`` is given, as ``out_dir/<file stem>.svg``; without it nothing is
