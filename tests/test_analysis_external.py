@@ -121,7 +121,7 @@ def test_dispatch_missing_file_and_store_hook(tmp_path):
     with pytest.raises(InputFormatError, match="no such results file"):
         read_store(tmp_path / "results.db")
     (tmp_path / "junk.sqlite").write_text("not a database")
-    with pytest.raises(InputFormatError, match="not a fwdbench results file"):
+    with pytest.raises(InputFormatError, match="not a fwdbench results store"):
         read_experiment(tmp_path / "junk.sqlite")
 
 
