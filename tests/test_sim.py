@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from fwdbench.intent import TrialIntent
 from fwdbench.sim import SimDevice, SimParams
 from fwdbench.trial import TrialResult
 
@@ -26,7 +27,7 @@ def test_ideal_no_loss_up_to_capacity_then_plr_is_one_minus_c_over_o():
 
 def test_trial_result_shape_and_counts():
     d = SimDevice("ideal", C, seed=3)
-    t = d.measure(1.5, 123_456.7, reason="why")
+    t = d.measure(1.5, 123_456.7, TrialIntent.search("sweep", "why"))
     assert isinstance(t, TrialResult)
     assert t.backend == "sim"
     assert len(t.streams) == 1

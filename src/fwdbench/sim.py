@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from fwdbench.intent import TrialIntent
 from fwdbench.trial import LatencySummary, StreamResult, TrialResult
 
 SimModel = Literal["ideal", "realistic", "trashing", "noisy"]
@@ -172,7 +173,8 @@ class SimDevice:
         return lo
 
     # ---- one trial ----------------------------------------------------------
-    def measure(self, duration_s: float, load_pps: float, reason: str = "") -> TrialResult:
+    def measure(self, duration_s: float, load_pps: float,
+                intent: "TrialIntent | None" = None) -> TrialResult:
         """Run one simulated trial of ``duration_s`` [s] at ``load_pps`` [pps].
 
         A load of 0 is a latency trial without background load: as on the lab,
@@ -222,7 +224,8 @@ class SimDevice:
             intended_load_pps=float(load_pps), duration_s=float(duration_s), streams=[stream],
             backend="sim",
             raw={"sim": {"model": self.model, "seed": p.seed, "trial_index": index,
-                         "capacity_pps": c, "reason": reason}},
+                         "capacity_pps": c,
+                         "reason": intent.reason if intent is not None else ""}},
             warnings=warnings,
         )
 

@@ -15,7 +15,8 @@ from .campaign import Campaign, Scenario
 from .trial import TrialResult
 
 Execute = Callable[[float, float, int, bool], TrialResult]
-"""execute(load_pps [pps], duration_s [s], key, latency) -> TrialResult; ``key`` is a
+"""execute(duration_s [s], load_pps [pps], key, latency) -> TrialResult (duration first,
+as ``measure``); ``key`` is a
 stable index of the trial within its scenario (the same on a resumed run);
 ``latency`` asks for the low-rate latency stream beside the load."""
 
@@ -54,14 +55,14 @@ class SimTestbed:
         params = SimParams.model_validate(sc.dut.params)
         device = SimDevice.from_params(params)
 
-        def execute(load_pps: float, duration_s: float, key: int,
+        def execute(duration_s: float, load_pps: float, key: int,
                     latency: bool = False) -> TrialResult:
             if self.delay:
                 time.sleep(self.delay)
             # The sim draws trial i from rng([seed, i]); a stable i makes a resumed
             # run draw exactly what the uninterrupted run drew.
             device.trials_run = key
-            return device.measure(duration_s, load_pps, "")
+            return device.measure(duration_s, load_pps)
 
         yield execute, {"dut": "sim", **params.model_dump(mode="json")}
 
@@ -144,7 +145,7 @@ class NetnsTestbed:
             driver.setup(lab)
             peer_macs = driver.peer_macs(lab)
 
-            def execute(load_pps: float, duration_s: float, key: int,
+            def execute(duration_s: float, load_pps: float, key: int,
                         latency: bool = False) -> TrialResult:
                 # A latency trial at 0 % of the PDR has no background load: the
                 # stream itself runs at the latency rate and is the latency stream.

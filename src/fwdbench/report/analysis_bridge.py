@@ -13,7 +13,7 @@ from ..analysis.pastrami import assess as _assess
 
 def pastrami_verdict(loads: Sequence[float], plr: Sequence[float]):
     """PASTRAMI verdict (the paper's rule) of a curve: ascending loads, mean PLR per load."""
-    from .model import Pastrami
+    from .types import Pastrami
 
     a = _assess(list(loads), list(plr), rule="paper")
     tir = [None if (x is None or math.isnan(x)) else float(x) for x in a.tir]

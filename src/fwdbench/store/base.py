@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..errors import FwdbenchError
+from ..goal import goal_key
+from ..intent import TrialIntent
 from ..trial import LatencySummary, StreamResult, TrialResult
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -47,11 +49,18 @@ class TrialRow:
     repetition: int
     seq: int
     status: str
-    kind: str
-    reason: str
+    intent: TrialIntent             # why it ran (kind, step, goal, latency fraction, reason)
     intended_load_pps: float
     duration_s: float
     result: TrialResult | None
+
+    @property
+    def kind(self) -> str:          # search | latency | warmup
+        return self.intent.kind
+
+    @property
+    def reason(self) -> str:
+        return self.intent.reason
 
 
 def trial_from_dict(d: dict[str, Any]) -> TrialResult:
@@ -285,14 +294,16 @@ class ResultsStore:
                 " WHERE status='running'")
             return cur.rowcount
 
-    def begin_trial(self, scenario_id: int, repetition: int, seq: int, kind: str,
-                    reason: str, load_pps: float, duration_s: float) -> int:
+    def begin_trial(self, scenario_id: int, repetition: int, seq: int, intent: TrialIntent,
+                    duration_s: float, load_pps: float) -> int:
         with self.tx():
             return self._insert(
-                "INSERT INTO trial(scenario_id, repetition, seq, status, kind, reason,"
-                " intended_load_pps, duration_s, started_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                (scenario_id, repetition, seq, "running", kind, reason, load_pps,
-                 duration_s, time.time()))
+                "INSERT INTO trial(scenario_id, repetition, seq, status, kind, reason, step,"
+                " goal_loss_ratio, latency_fraction, latency_reference, intended_load_pps,"
+                " duration_s, started_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (scenario_id, repetition, seq, "running", intent.kind, intent.reason,
+                 intent.step, intent.goal_loss_ratio, intent.latency_fraction,
+                 intent.latency_reference, load_pps, duration_s, time.time()))
 
     def finish_trial(self, trial_id: int, result: TrialResult) -> None:
         lat50 = lat99 = None
@@ -335,8 +346,10 @@ class ResultsStore:
     @staticmethod
     def _row(r: Any) -> TrialRow:
         res = trial_from_dict(json.loads(r["result_json"])) if r["result_json"] else None
+        intent = TrialIntent(r["kind"], r["step"], r["reason"], r["goal_loss_ratio"],
+                             r["latency_fraction"], r["latency_reference"])
         return TrialRow(r["id"], r["scenario_id"], r["repetition"], r["seq"], r["status"],
-                        r["kind"], r["reason"], r["intended_load_pps"], r["duration_s"], res)
+                        intent, r["intended_load_pps"], r["duration_s"], res)
 
     def trial_counts(self) -> dict[str, int]:
         return {r["status"]: r["n"] for r in self._exec(
@@ -350,18 +363,22 @@ class ResultsStore:
 
     # -- results ------------------------------------------------------------
     def save_results(self, scenario_id: int, repetition: int,
-                     goals: dict[str, tuple[float | None, dict]]) -> None:
-        """Write the search results of one repetition and mark it done, atomically."""
+                     goals: list[tuple[float | None, float | None, dict]]) -> None:
+        """Write the search results of one repetition and mark it done, atomically.
+        ``goals``: (loss ratio of the goal, or None for the search's own record;
+        the load found [pps] or None; the detail record)."""
         now = time.time()
         with self.tx():
-            for goal, (value, detail) in goals.items():
+            for loss_ratio, value, detail in goals:
+                goal = "search" if loss_ratio is None else goal_key(loss_ratio)
                 self._exec(
-                    "INSERT INTO result(scenario_id, repetition, goal, value_pps,"
-                    " detail_json, created_at) VALUES (?,?,?,?,?,?)"
+                    "INSERT INTO result(scenario_id, repetition, goal, loss_ratio, value_pps,"
+                    " detail_json, created_at) VALUES (?,?,?,?,?,?,?)"
                     " ON CONFLICT(scenario_id, repetition, goal) DO UPDATE SET"
-                    " value_pps=excluded.value_pps, detail_json=excluded.detail_json,"
-                    " created_at=excluded.created_at",
-                    (scenario_id, repetition, goal, value, json.dumps(detail, default=str), now))
+                    " loss_ratio=excluded.loss_ratio, value_pps=excluded.value_pps,"
+                    " detail_json=excluded.detail_json, created_at=excluded.created_at",
+                    (scenario_id, repetition, goal, loss_ratio, value,
+                     json.dumps(detail, default=str), now))
             self._exec(
                 "INSERT INTO repetition_done(scenario_id, repetition, ended_at) VALUES (?,?,?)"
                 " ON CONFLICT(scenario_id, repetition) DO UPDATE SET ended_at=excluded.ended_at",

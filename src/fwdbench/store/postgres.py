@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from .base import ResultsStore, StoreError
-from .schema import TABLES, version_upsert
+from .schema import BACKFILL, TABLES, version_upsert
 
 URL_PREFIXES = ("postgresql://", "postgres://")
 URL_FORM = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
@@ -217,6 +217,8 @@ class PostgresStore(ResultsStore):
             except self._psycopg.Error as e:
                 raise StoreError(f"{self.path}: schema migration {step} -> {step + 1} "
                                  f"failed: {' '.join(str(e).split())}") from e
+            if step in BACKFILL:
+                BACKFILL[step](self)
             self._exec(version_upsert(step + 1))
 
     def _writer_key(self) -> str:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from .base import ResultsStore, StoreError, TrialRow, trial_from_dict
-from .schema import version_upsert
+from .schema import BACKFILL, version_upsert
 
 __all__ = ["Store", "StoreError", "TrialRow", "trial_from_dict"]
 
@@ -189,9 +189,17 @@ class Store(ResultsStore):
         self.db.execute("BEGIN IMMEDIATE")
 
     def _apply_migration(self, step: int, ddl: str) -> None:
-        # One script per step: the DDL and the version bump commit together.
-        self.db.executescript(
-            "BEGIN IMMEDIATE;\n" + ddl + f"\n{version_upsert(step + 1)};\nCOMMIT;")
+        # The DDL, the step's backfill and the version bump commit together
+        # (executescript leaves the transaction its script began open).
+        self.db.executescript("BEGIN IMMEDIATE;\n" + ddl)
+        try:
+            if step in BACKFILL:
+                BACKFILL[step](self)
+            self.db.execute(version_upsert(step + 1))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
 
     def _try_lock_writer(self) -> bool:
         # flock, not SQLite's own fcntl locks: independent of them, held by this open
