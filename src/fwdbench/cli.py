@@ -98,7 +98,8 @@ def run(campaign: Optional[Path] = typer.Argument(
     from .progress import Progress
     from .runner import (campaign_from_store, default_store_path, open_for_run,
                          run_campaign, summary_lines)
-    from .store import display_target, is_store_url, open_store, remove_store, store_target
+    from .store import (NotAStore, display_target, is_store_url, open_store, remove_store,
+                        store_target)
     if (campaign is None) == (resume is None):
         fail(FwdbenchError("give either a campaign file or --resume RESULTS.sqlite"))
     path = store_target(resume) if resume is not None else None
@@ -106,6 +107,8 @@ def run(campaign: Optional[Path] = typer.Argument(
         if path is not None:
             if not is_store_url(path) and not path.exists():
                 raise FwdbenchError(f"{resume}: no such results file")
+            # a store, not a user's file: checked read-only, so nothing else is written
+            open_store(path, read_only=True).close()
             store = open_store(path)
             c = campaign_from_store(store)
         else:
@@ -126,8 +129,8 @@ def run(campaign: Optional[Path] = typer.Argument(
         print(f"interrupted: finished trials are in the results file; continue with "
               f"'fwdbench run --resume {display_target(path)}'", file=sys.stderr)
         raise typer.Exit(130)
-    except CampaignError as e:
-        fail(e, 2)          # bad input: nothing was set up
+    except (CampaignError, NotAStore) as e:
+        fail(e, 2)          # bad input: nothing was set up, nothing written
     except FwdbenchError as e:
         fail(e, 3)
     for line in summary_lines(summary):

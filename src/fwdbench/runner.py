@@ -157,6 +157,10 @@ class ScenarioRun:
         except Exception as e:
             self.store.fail_trial(tid, f"{type(e).__name__}: {e}")
             raise
+        if result.sent_nothing:
+            result.warnings.append(
+                "the trial sent no packet (load x duration too small, or the generator "
+                "failed to send): it measured nothing and counts as a total loss")
         self.store.finish_trial(tid, result)
         self.ran += 1
         self.progress.trial_done(result)

@@ -107,13 +107,14 @@ class LoadLossCurve:
     @classmethod
     def from_counts(cls, loads_pps: Sequence[float], tx: Sequence[Sequence[int]],
                     rx: Sequence[Sequence[int]], name: str = "") -> "LoadLossCurve":
-        """PLR = (tx - rx) / tx per repetition (tx is the intended count)."""
+        """PLR = (tx - rx) / tx per repetition (tx is the intended count). A run that
+        was to send nothing measured nothing: it counts as total loss (PLR 1)."""
         runs = []
         for t, r in zip(tx, rx):
             t_a = np.asarray(t, dtype=float)
             r_a = np.asarray(r, dtype=float)
             with np.errstate(invalid="ignore", divide="ignore"):
-                runs.append(np.where(t_a > 0, (t_a - r_a) / t_a, 0.0))
+                runs.append(np.where(t_a > 0, (t_a - r_a) / t_a, 1.0))
         return cls(np.asarray(loads_pps, dtype=float), runs, name)
 
     @classmethod

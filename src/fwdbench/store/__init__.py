@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import (ResultsStore, StoreBusy, StoreError, StoreNeedsMigration, TrialRow,
-                   trial_from_dict)
+from .base import (NotAStore, ResultsStore, StoreBusy, StoreError, StoreNeedsMigration,
+                   TrialRow, trial_from_dict)
 from .postgres import URL_FORM, is_postgres_url, mask_url
 from .schema import SCHEMA_VERSION
 from .sqlite import SQLiteStore, Store
 
-__all__ = ["SCHEMA_VERSION", "ResultsStore", "SQLiteStore", "Store", "StoreBusy", "StoreError",
+__all__ = ["SCHEMA_VERSION", "NotAStore", "ResultsStore", "SQLiteStore", "Store", "StoreBusy", "StoreError",
            "TrialRow",
            "URL_FORM", "display_target", "is_store_url", "open_store", "remove_store",
            "store_target", "trial_from_dict"]
@@ -81,7 +81,7 @@ def remove_store(target: str | Path) -> None:
     path = Path(target)
     if path.is_file() and path.stat().st_size:
         if not _is_fwdbench_file(path):
-            raise StoreError(f"{path}: not a fwdbench results store; --force replaces only "
+            raise NotAStore(f"{path}: not a fwdbench results store; --force replaces only "
                              "results 'fwdbench run' wrote: remove it yourself or write "
                              "elsewhere with --out")
         holder = writer_of(path)

@@ -35,6 +35,10 @@ class StoreNeedsMigration(StoreError):
     must be upgraded (a write) before this one can read it."""
 
 
+class NotAStore(StoreError):
+    """The file or schema given is not a fwdbench results store (bad input: left alone)."""
+
+
 class StoreBusy(StoreError):
     """Another process is writing this store (a store has one writer at a time)."""
 
@@ -191,8 +195,8 @@ class ResultsStore:
         v = self._version()
         self._check_version(v)
         if v == 0:
-            raise StoreError(f"{self.path}: not a fwdbench results store (no fwdbench "
-                             "tables in it); give the file or URL 'fwdbench run' wrote to")
+            raise NotAStore(f"{self.path}: not a fwdbench results store (no fwdbench "
+                            "tables in it); give the file or URL 'fwdbench run' wrote to")
         if v < SCHEMA_VERSION:
             raise StoreNeedsMigration(f"{self.path}: schema version {v} needs an upgrade to "
                                       f"{SCHEMA_VERSION}")

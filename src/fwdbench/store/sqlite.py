@@ -21,7 +21,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from .base import ResultsStore, StoreError, TrialRow, trial_from_dict
+from .base import NotAStore, ResultsStore, StoreError, TrialRow, trial_from_dict
 from .schema import BACKFILL, version_upsert
 
 __all__ = ["Store", "StoreError", "TrialRow", "trial_from_dict"]
@@ -49,17 +49,17 @@ def check_sqlite_file(path: Path) -> None:
         raise StoreError(f"{path}: no such results file; give the .sqlite file 'fwdbench run' "
                          "wrote (results/<campaign>.sqlite)")
     if not path.is_file():
-        raise StoreError(f"{path}: not a file; give the .sqlite file 'fwdbench run' wrote")
+        raise NotAStore(f"{path}: not a file; give the .sqlite file 'fwdbench run' wrote")
     try:
         with path.open("rb") as f:
             head = f.read(len(SQLITE_MAGIC))
     except OSError as e:
         raise StoreError(f"{path}: cannot read: {e.strerror or e}") from None
     if not head:
-        raise StoreError(f"{path}: an empty file, not a fwdbench results store; give the "
+        raise NotAStore(f"{path}: an empty file, not a fwdbench results store; give the "
                          ".sqlite file 'fwdbench run' wrote")
     if head != SQLITE_MAGIC:
-        raise StoreError(f"{path}: not a fwdbench results store (not a SQLite database); give "
+        raise NotAStore(f"{path}: not a fwdbench results store (not a SQLite database); give "
                          "the .sqlite file 'fwdbench run' wrote")
 
 
@@ -130,7 +130,7 @@ class Store(ResultsStore):
             self._check_readable()
         except sqlite3.DatabaseError as e:
             self.close()
-            raise StoreError(f"{self.path}: not a fwdbench results store ({e})") from None
+            raise NotAStore(f"{self.path}: not a fwdbench results store ({e})") from None
         except BaseException:
             self.close()
             raise
@@ -149,7 +149,7 @@ class Store(ResultsStore):
                 theirs = [r[0] for r in self.db.execute(
                     "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
                 if theirs:
-                    raise StoreError(
+                    raise NotAStore(
                         f"{self.path}: a SQLite database with tables that are not "
                         f"fwdbench's ({', '.join(theirs[:5])}{', ...' if len(theirs) > 5 else ''}"
                         "); write the results to a new file")
@@ -159,7 +159,7 @@ class Store(ResultsStore):
             self._migrate()
         except sqlite3.DatabaseError as e:
             self.db.close()
-            raise StoreError(f"{self.path}: not a fwdbench results store ({e})") from None
+            raise NotAStore(f"{self.path}: not a fwdbench results store ({e})") from None
         except BaseException:
             self.db.close()
             raise
