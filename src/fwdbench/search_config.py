@@ -79,8 +79,10 @@ def validate_search(search: dict[str, Any], tag: str, *, frame_size, max_pps: fl
                     trial) -> dict[str, Any]:
     """Return the scenario's search settings as a plain dict (stored, re-read on resume)."""
     models = _models()
+    if not isinstance(search, dict):
+        raise CampaignError(f"{tag}: search: must be a table of settings, got {shown(search)}")
     kind = search.get("type", "sweep")
-    if kind not in models or kind == "latency":
+    if not isinstance(kind, str) or kind not in models or kind == "latency":
         raise CampaignError(f"{tag}: search.type: {shown(kind)} is not one of sweep, binary, mlr")
     model = models[kind]
     conv = _convert(search, model, f"{tag}: search", frame_size, max_pps)
