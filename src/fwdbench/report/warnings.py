@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..analysis.pastrami import NO_SATURATION_REASON
 from .types import NU_WARN, STEAL_WARN, ReportModel, ReportWarning
 
 
@@ -18,7 +19,14 @@ def report_warnings(m: ReportModel) -> list[ReportWarning]:
                 f"was the limit: it sent more than 0.5 % below the intended rate{where}.",
                 "Their loss belongs to the tester. Lower testbed.max_load below the rate the "
                 "generator reaches, or give the generator its own CPU."))
-        if s.pastrami.verdict == "BAD":
+        if s.pastrami.verdict == "BAD" and s.pastrami.detail.startswith(NO_SATURATION_REASON):
+            out.append(ReportWarning(
+                "pastrami-bad", s.name,
+                f"PASTRAMI verdict BAD: {s.pastrami.detail}",
+                "Sweep loads past the point where the loss saturates (raise the highest "
+                "load, or testbed.max_load), so the verdict can say whether PDR@0.5% "
+                "summarises this DUT."))
+        elif s.pastrami.verdict == "BAD":
             out.append(ReportWarning(
                 "pastrami-bad", s.name,
                 f"PASTRAMI verdict BAD: {s.pastrami.detail}",
