@@ -165,7 +165,8 @@ class ResultsStore:
         except Exception:
             w = None
         if not isinstance(w, dict):
-            return "another fwdbench process (it has not recorded its pid yet)"
+            return ("another fwdbench process (one reading it at length, or a run that has "
+                    "not recorded its pid yet)")
         started = w.get("started_at")
         when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
                 if isinstance(started, (int, float)) else "?")

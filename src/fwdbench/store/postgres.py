@@ -19,7 +19,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-from .base import ResultsStore, StoreError
+from .base import NotAStore, ResultsStore, StoreError
 from .schema import BACKFILL, TABLES, version_upsert
 
 URL_PREFIXES = ("postgresql://", "postgres://")
@@ -163,8 +163,8 @@ class PostgresStore(ResultsStore):
         exists = self._exec("SELECT 1 AS one FROM pg_catalog.pg_namespace WHERE nspname=?",
                             (self.schema,)).fetchone()
         if not exists and not create:
-            raise StoreError(f"{self.path}: no schema {self.schema!r} in this database "
-                             f"(no campaign was run into it)")
+            raise NotAStore(f"{self.path}: no schema {self.schema!r} in this database "
+                            f"(no campaign was run into it)")
         if not exists:
             try:
                 self.db.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
