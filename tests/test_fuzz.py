@@ -186,11 +186,19 @@ def test_fuzz_analyze_pastrami_files(rows, junk, junk_at):
     _analyze(data, "m.txt")
 
 
+NUMBER_TEXT = st.sampled_from(["1e308", "-1e308", str(2**63), str(2**64 + 7), "9" * 400,
+                               "9" * 5000, "1e-320", "nan", "Infinity", "0", "100000", "1.5",
+                               "+7", "-0"])
+
+
+FIELD = st.one_of(st.integers(1, 10**7).map(str), NUMBER_TEXT, NUMBERS.map(str), HOSTILE_TEXT)
+
+
 @FUZZ
-@given(rows=st.lists(st.lists(st.one_of(NUMBERS.map(str), HOSTILE_TEXT), min_size=0,
-                              max_size=5), max_size=6),
-       header=st.sampled_from(["load,repetition,tx,rx", "rx,tx,repetition,load,extra",
-                               "load,tx", "", "\ufeffload,repetition,tx,rx"]))
+@given(rows=st.lists(st.tuples(FIELD, FIELD, FIELD, FIELD).map(list) | st.lists(FIELD, max_size=6),
+                     max_size=6),
+       header=st.sampled_from(["load,repetition,tx,rx"] * 4 + [
+           "rx,tx,repetition,load,extra", "load,tx", "", "\ufeffload,repetition,tx,rx"]))
 def test_fuzz_analyze_csv_files(rows, header):
     text = header + "\n" + "\n".join(",".join(r) for r in rows) + "\n"
     _analyze(text.encode("utf-8", "surrogatepass"), "m.csv")
