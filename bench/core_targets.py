@@ -61,7 +61,7 @@ def main() -> int:
         for i in range(args.overhead_trials):
             dur = 0.5
             t0 = time.perf_counter()
-            r = execute(10000.0, dur, i, False)
+            r = execute(dur, 10000.0, i, False)
             wall = time.perf_counter() - t0
             traffic = dur + r.warmup_s + 0.2
             over.append(wall - traffic)
@@ -70,7 +70,7 @@ def main() -> int:
               f"(target < 300 ms)")
         zero = 0
         for i in range(args.trials):
-            r = execute(args.load_pps, args.seconds, 1000 + i, False)
+            r = execute(args.seconds, args.load_pps, 1000 + i, False)
             s = r.streams[0]
             lat = s.latency
             zero += r.lost == 0

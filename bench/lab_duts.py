@@ -101,10 +101,10 @@ def main() -> int:
         for label, dut, rxq in peers:
             c = campaign(dut, rxq, loads)
             with NetnsTestbed(c) as tb, tb.scenario(c.scenarios[0]) as (execute, _d):
-                execute(loads[0], 1.0, 0, False)        # warm-up, discarded
+                execute(1.0, loads[0], 0, False)        # warm-up, discarded
                 row, best = [], None
                 for load in loads:
-                    r = execute(load, args.seconds, 1, False)
+                    r = execute(args.seconds, load, 1, False)
                     row.append(r.rx_packets / args.seconds / 1e6)
                     if best is None or row[-1] >= best[0]:
                         cpu = (r.meters.get("cpu") or {}).get("per_cpu", {}).get(

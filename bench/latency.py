@@ -130,14 +130,14 @@ def main() -> int:
         lab = tb.lab
         as_built = lab.set_tg_rx
         for i in range(args.trials):        # rounds: the host's drift hits every row alike
-            r = execute(0, args.seconds, 2 * i, True)                    # tg inline
+            r = execute(args.seconds, 0, 2 * i, True)                    # tg inline
             lat = r.streams[0].latency
             rows.setdefault("fwdgen, tg inline (campaigns)", []).append(
                 (lat.p50_ns / 1e3, lat.p90_ns / 1e3, lat.p99_ns / 1e3))
             lab.set_tg_rx = lambda _mode: None                        # keep NAPI threads
             try:
                 as_built("napi")
-                r = execute(0, args.seconds, 2 * i + 1, True)
+                r = execute(args.seconds, 0, 2 * i + 1, True)
             finally:
                 lab.set_tg_rx = as_built
             lat = r.streams[0].latency

@@ -114,3 +114,20 @@ class PlainDutHost:
                 shutil.rmtree(path, ignore_errors=True)
 
         return _Host()
+
+
+def intent(kind: str = "search", reason: str = ""):
+    """A trial intent for tests that write trials by hand."""
+    from fwdbench.intent import TrialIntent
+    if kind == "warmup":
+        return TrialIntent.warmup(reason)
+    if kind == "latency":
+        return TrialIntent.latency(0.5, "PDR", reason)
+    return TrialIntent.search("sweep", reason)
+
+
+def goal_rows(goals: dict):
+    """{'ndr': (value, detail), 'pdr@0.005': ...} as save_results' rows."""
+    def lr(key):
+        return None if key == "search" else 0.0 if key == "ndr" else float(key.split("@")[1])
+    return [(lr(k), v, d) for k, (v, d) in goals.items()]

@@ -26,7 +26,7 @@ def test_json_lines_one_per_experiment(capsys):
     assert rc == 0
     assert [Path(r["file"]).name for r in rows] == [f.name for f in FILES]
     for r in rows:
-        assert set(r) == {"file", "pdr_0p5_pps", "saturation_load_pps", "verdict", "rule",
+        assert set(r) == {"file", "pdr_0p5_pps", "saturation_load_pps", "verdict", "reason", "rule",
                           "max_norm_uncertainty"}
         assert r["rule"] == "paper"
     verdicts = {Path(r["file"]).name: r["verdict"] for r in rows}
@@ -91,7 +91,27 @@ def test_warnings_and_flags_on_stderr(tmp_path, capsys):
     rc, rows, err = run_json(capsys, [p])
     assert rc == 0 and len(rows) == 1
     assert "not in ascending order" in err and "rx 11 > tx 10" in err
-    assert rows[0]["verdict"] == "NO_SATURATION"
+    assert rows[0]["verdict"] == "BAD"
+    assert rows[0]["reason"] == "no saturation in the measured range"
+
+
+@pytest.mark.parametrize("rule", ["published-code", "paper"])
+def test_no_saturation_in_a_measurement_file_is_bad_under_both_rules(tmp_path, capsys, rule):
+    """A PASTRAMI measurement file whose loss never saturates (PDR next to the highest
+    load): the authors' code says BAD; so does fwdbench (it said NO_SATURATION)."""
+    p = tmp_path / "clab_unsaturated.txt"
+    lines = []
+    for k, load in enumerate(range(250_000, 450_001, 50_000)):
+        loss = 0.0006 * k if load < 450_000 else 0.008        # above 0.5 % only at the top
+        runs = ", ".join(f"[{load * 10}, {round(load * 10 * (1 - loss)) - r}, 0]"
+                         for r in range(3))
+        lines.append(f"[[{load}, 0], {runs}]")
+    p.write_text("\n".join(lines) + "\n")
+    rc, rows, err = run_json(capsys, [p], rule=rule)
+    assert rc == 0, err
+    assert rows[0]["verdict"] == "BAD" and rows[0]["rule"] == rule
+    assert rows[0]["reason"] == "no saturation in the measured range"
+    assert rows[0]["pdr_0p5_pps"] == 400_000
 
 
 def test_bad_rule_and_no_files(capsys):

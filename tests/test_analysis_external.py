@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import goal_rows, intent
+
 from fwdbench.analysis import (
     InputFormatError,
     experiment_from_trials,
@@ -121,7 +123,7 @@ def test_dispatch_missing_file_and_store_hook(tmp_path):
     with pytest.raises(InputFormatError, match="no such results file"):
         read_store(tmp_path / "results.db")
     (tmp_path / "junk.sqlite").write_text("not a database")
-    with pytest.raises(InputFormatError, match="not a fwdbench results file"):
+    with pytest.raises(InputFormatError, match="not a fwdbench results store"):
         read_experiment(tmp_path / "junk.sqlite")
 
 
@@ -135,9 +137,9 @@ def test_store_experiments_one_per_scenario_search_trials_only(tmp_path):
         sid = st.add_scenario(cid, idx, name, name, "sim", {}, {}, {}, {}, 2e6)
         for rep in range(2):
             for seq, load in enumerate((2e6, 5e5)):       # run order is not load order
-                tid = st.begin_trial(sid, rep, seq, "search", "", load, 1.0)
+                tid = st.begin_trial(sid, rep, seq, intent("search", ""), 1.0, load)
                 st.finish_trial(tid, d.measure(1.0, load))
-        tid = st.begin_trial(sid, -1, -1, "warmup", "", 9e5, 1.0)
+        tid = st.begin_trial(sid, -1, -1, intent("warmup", ""), 1.0, 9e5)
         st.finish_trial(tid, d.measure(1.0, 9e5))
     st.close()
     with pytest.raises(InputFormatError, match="no finished trials"):

@@ -86,14 +86,22 @@ def test_realistic_early_losses_are_bad(rule):
     assert a.saturation_load_pps > a.pdr_pps + 0.2 * M
 
 
-def test_no_saturation_observed():
-    a = assess(LOADS, ideal(LOADS, 2.0 * M))
-    assert a.verdict == "NO_SATURATION" and a.label == "no saturation observed"
+@pytest.mark.parametrize("rule", ["paper", "published-code"])
+def test_no_saturation_in_the_measured_range_is_bad(rule):
+    """The authors' code labels a curve whose loss never saturates within the loads
+    measured BAD (it said NO_SATURATION here before); the paper's two labels put it
+    with BAD too (analysis.pastrami's docstring). The reason says why."""
+    a = assess(LOADS, ideal(LOADS, 2.0 * M), rule)       # PDR at the highest load
+    assert a.verdict == "BAD" and not a.saturation_observed
+    assert a.reason == "no saturation in the measured range"
+    assert a.label == "BAD (no saturation in the measured range)"
     assert a.pdr_pps == LOADS[-1] and a.saturation_load_pps is None
-    # exceeding 0.5 % only at the last load: still no saturation observed
-    a = assess(LOADS, ideal(LOADS, 1.45 * M))
-    assert a.verdict == "NO_SATURATION" and a.past_pdr_index == 14
+    assert a.to_dict()["reason"] == a.reason
+    a = assess(LOADS, ideal(LOADS, 1.45 * M), rule)      # PDR next to the highest load
+    assert a.verdict == "BAD" and a.past_pdr_index == 14 and not a.saturation_observed
     assert a.pdr_pps == pytest.approx(1.4 * M)
+    a = assess(LOADS, ideal(LOADS, 1.35 * M), rule)      # one load past the potential one
+    assert a.verdict == "GOOD" and a.saturation_observed and a.reason is None
 
 
 def test_curve_not_ending_saturated_is_bad_and_reentry_counts_last_stretch():

@@ -117,11 +117,11 @@ def _one_trial_each(duts, qsize, keep):
     with NetnsTestbed(c) as tb:
         for sc in c.scenarios:
             with tb.scenario(sc) as (execute, describe):
-                r = execute(20_000, 1.0, 0, False)
+                r = execute(1.0, 20_000, 0, False)
                 for rep in range(1, RETRIES + 1):
                     if not (r.lost and stolen(r)):
                         break
-                    r = execute(20_000, 1.0, rep, False)
+                    r = execute(1.0, 20_000, rep, False)
                 seen[sc.dut.name] = keep(tb.lab, describe, r)
     return seen
 

@@ -63,7 +63,7 @@ def test_idle_latency_trials_receive_inline_and_loaded_trials_do_not():
         "search": {"type": "sweep", "loads": ["20kpps"]},
     }, "test_lab_tg_rx.py")
     with NetnsTestbed(c) as tb, tb.scenario(c.scenarios[0]) as (execute, _describe):
-        idle = execute(0, 1.0, 0, True)
+        idle = execute(1.0, 0, 0, True)
         assert tb.lab.tg_rx == "inline"
         assert any("received inline on the DUT CPU" in w for w in idle.warnings)
         s = idle.streams[0]
@@ -71,7 +71,7 @@ def test_idle_latency_trials_receive_inline_and_loaded_trials_do_not():
         assert s.latency is not None and s.latency.samples == s.rx_packets
         assert 0 < s.latency.min_ns <= s.latency.p50_ns <= s.latency.max_ns
 
-        loaded = execute(20_000, 1.0, 1, False)
+        loaded = execute(1.0, 20_000, 1, False)
         assert tb.lab.tg_rx == "napi"
         assert not any("inline" in w for w in loaded.warnings)
         assert_all_forwarded(loaded, 20_000)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from fwdbench.goal import NDR, PDR
 from fwdbench.report import build_comparison, build_report, compare_cmd, load_model, report_cmd
 from fwdbench.report.sample import DEFAULT_DUTS, SampleDut, build_sample_store
 
@@ -193,7 +194,7 @@ def test_confidence_intervals_are_student_t(campaign):
     m = load_model(campaign["db"])
     s = next(s for s in m.scenarios if s.dut_name == "linux-router" and s.frame_size == 64)
     vals = _db_goals(campaign["db"])[(s.id, "pdr@0.005")]
-    e = s.goals["pdr@0.005"].estimate
+    e = s.goals[PDR].estimate
     n = len(vals)
     mean = sum(vals) / n
     sd = (sum((v - mean) ** 2 for v in vals) / (n - 1)) ** 0.5
@@ -244,7 +245,7 @@ def test_sections_with_data_show_it_and_mark_its_basis(campaign):
     assert any(p.cdf_ns is not None for p in lr.latency)
     # bit rates: L1 adds 20 B per frame to the frame incl. FCS; L2 is the frame incl. FCS
     s64 = next(s for s in m.scenarios if s.dut_name == "vfwd" and s.frame_size == 64)
-    pdr = s64.goals["pdr@0.005"].estimate.mean
+    pdr = s64.goals[PDR].estimate.mean
     row = re.search(r"<tr><td class=\"name\">[^<]*</td><td class=\"name\">vfwd</td>"
                     r"<td>PDR@0.5%</td><td>64 B</td><td>1</td>(.*?)</tr>", html, re.S)
     assert row
@@ -306,14 +307,14 @@ def test_empty_store_says_so_plainly(tmp_path):
 
 def test_report_cmd_errors_name_the_file(tmp_path, capsys):
     missing = tmp_path / "nope.sqlite"
-    assert report_cmd(missing, tmp_path / "out") == 1
+    assert report_cmd(missing, tmp_path / "out") == 2
     err = capsys.readouterr().err
     assert "nope.sqlite" in err and "no such results file" in err
     assert not missing.exists()                 # the report never creates a store
     junk = tmp_path / "junk.sqlite"
     junk.write_text("not a database\n" * 100)
-    assert report_cmd(junk, tmp_path / "out") == 1
-    assert "not a fwdbench results file" in capsys.readouterr().err
+    assert report_cmd(junk, tmp_path / "out") == 2
+    assert "not a fwdbench results store" in capsys.readouterr().err
 
 
 def test_ctrl_c_while_drawing_says_how_to_finish(campaign, tmp_path, capsys, monkeypatch):

@@ -6,6 +6,9 @@ import re
 import numpy as np
 import pytest
 
+from helpers import goal_rows, intent
+
+from fwdbench.goal import NDR, PDR
 from fwdbench.report import build_report, load_model
 from fwdbench.report.model import (goal_label, hdr_values_counts, merged_cdf,
                                     meter_fields, methodology_text)
@@ -47,10 +50,10 @@ def _store(path, frame_size, direction="bi", meters=None, hdr=None, steal=None) 
             if steal is not None:
                 m = {**m, "cpu": {**m.get("cpu", {}), "dut": {
                     **m.get("cpu", {}).get("dut", {}), "steal": steal}}}
-            t = st.begin_trial(sid, rep, seq, "search", f"binary: try {load:.0f}", load, 1.0)
+            t = st.begin_trial(sid, rep, seq, intent("search", f"binary: try {load:.0f}"), 1.0, load)
             st.finish_trial(t, _trial(load, 1.0, loss, meters=m, hdr=hdr))
-        st.save_results(sid, rep, {"ndr": (0.5e6, {}), "pdr@0.005": (pdr, {}),
-                                   "search": (None, {"search": "binary"})})
+        st.save_results(sid, rep, [(0.0, 0.5e6, {}), (0.005, pdr, {}),
+                                   (None, None, {"search": "binary"})])
     st.close()
     return sid
 
@@ -59,8 +62,8 @@ def test_imix_bidirectional_bit_rates(tmp_path):
     _store(tmp_path / "h.sqlite", "imix")
     m = load_model(tmp_path / "h.sqlite")
     s = m.scenarios[0]
-    assert set(s.goals) == {"ndr", "pdr@0.005"}          # the 'search' record is no goal
-    pdr = s.goals["pdr@0.005"].estimate.mean
+    assert set(s.goals) == {NDR, PDR}          # the 'search' record is no goal
+    pdr = s.goals[PDR].estimate.mean
     assert pdr == pytest.approx(1.1e6)
     mean_frame = (7 * 64 + 4 * 570 + 1518) / 12
     assert l2_bps(pdr, "imix") == pytest.approx(pdr * mean_frame * 8)
@@ -139,7 +142,7 @@ def test_hdr_decoding_matches_the_library():
 
 
 def test_units_and_formatting():
-    assert goal_label("ndr") == "NDR" and goal_label("pdr@0.005") == "PDR@0.5%"
+    assert goal_label(NDR) == "NDR" and goal_label(PDR) == "PDR@0.5%"
     assert mpps(1_234_567) == "1.235" and mpps(None) == "–"
     assert us(12_345) == "12.3" and us(1_234_567) == "1235" and us(950) == "0.95"
     assert integer(17_578_124_988) == "17\u2009578\u2009124\u2009988"
@@ -158,7 +161,7 @@ def test_generator_limited_trials_are_counted(tmp_path):
                           {"type": "sweep", "loads_pps": [1e6, 2e6]},
                           {"dut": "d", "profile": "p"}, 1e7)
     for seq, (load, lim) in enumerate(((1e6, False), (2e6, True))):
-        t = st.begin_trial(sid, 0, seq, "search", "sweep", load, 1.0)
+        t = st.begin_trial(sid, 0, seq, intent("search", "sweep"), 1.0, load)
         st.finish_trial(t, _trial(load, 1.0, 0.1 if lim else 0.0, streams=1, limited=lim))
     st.close()
     m = load_model(tmp_path / "g.sqlite")
@@ -181,7 +184,7 @@ def test_methods_say_how_fwdgen_paced(tmp_path):
         r = _trial(load, 1.0, 0.0, streams=1)
         r.raw = {"fwdgen_version": "0.1.0", "streams": [
             {"id": 0, "pacer": pacer, "intended_pps": load, "pace_burst": burst}]}
-        t = st.begin_trial(sid, 0, seq, "search", "sweep", load, 1.0)
+        t = st.begin_trial(sid, 0, seq, intent("search", "sweep"), 1.0, load)
         st.finish_trial(t, r)
     st.close()
     m = load_model(tmp_path / "p.sqlite")
@@ -309,10 +312,10 @@ def test_ratio_intervals_read_as_what_they_say(tmp_path):
                                          ratio_figure)
     from fwdbench.report.figures import FigureWriter
 
-    rows = [CompareRow("s ok", "ndr", 1e6, 1.1e6, 1.1, 0.9123, 1.3, 0.2, False, 3, 3),
-            CompareRow("s wide", "ndr", 1e6, 1.2e6, 1.2, -1.131, 2336.2, 0.5, False, 2, 2),
-            CompareRow("s inf", "ndr", 1e6, 1.3e6, 1.3, None, None, 0.8, False, 2, 2),
-            CompareRow("s one", "ndr", 1e6, 0.9e6, 0.9, None, None, None, None, 1, 2)]
+    rows = [CompareRow("s ok", NDR, 1e6, 1.1e6, 1.1, 0.9123, 1.3, 0.2, False, 3, 3),
+            CompareRow("s wide", NDR, 1e6, 1.2e6, 1.2, -1.131, 2336.2, 0.5, False, 2, 2),
+            CompareRow("s inf", NDR, 1e6, 1.3e6, 1.3, None, None, 0.8, False, 2, 2),
+            CompareRow("s one", NDR, 1e6, 0.9e6, 0.9, None, None, None, None, 1, 2)]
     assert [ratio_ci_text(r) for r in rows] == [
         "[0.912, 1.300]", "[< 0, 2336.200]", "unbounded", "–"]
     c = Comparison("A", "B", "a/index.html", None, rows, [], [])

@@ -165,3 +165,52 @@ def test_latency_trials_are_stored_as_latency_kind(tmp_path):
     assert len(rows) == 2 * 2 * 3            # scenarios x repetitions x fractions
     assert [x[1] for x in rows[:3]][0] == 0.0 and "latency at 0% of PDR" in rows[0][2]
     assert any(abs(x[1] - 0.9 * v) < 1e-6 for x in rows for v in pdr.values())
+
+
+INTENT_CAMPAIGN = """
+[campaign]
+name = "intent"
+[testbed]
+type = "sim"
+max_load = "2Mpps"
+[trial]
+duration = "1s"
+[[dut]]
+name = "d"
+type = "sim"
+params = { model = "ideal", capacity_pps = 1000000, seed = 1 }
+[[profile]]
+name = "p"
+[search]
+type = "{type}"
+latency = { fractions = [0.0, 0.5], trial_duration = "1s" }
+"""
+
+
+@pytest.mark.parametrize("search", ["binary", "mlr"])
+def test_every_trial_row_says_what_it_is(tmp_path, search):
+    """The search's intent reaches the store as columns: the kind (a latency trial is
+    'latency', MLRsearch's ignored warm-up 'warmup'), the step, the loss goal and the
+    latency fraction; result rows carry their goal's loss ratio."""
+    p = tmp_path / "c.toml"
+    p.write_text(INTENT_CAMPAIGN.replace("{type}", search))
+    db = tmp_path / "c.sqlite"
+    r = run(["run", str(p), "--out", str(db), "--no-report", "-q"])
+    assert r.returncode == 0, r.stderr
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT repetition, kind, step, goal_loss_ratio, latency_fraction,"
+                       " latency_reference, reason FROM trial WHERE status='done'"
+                       " ORDER BY repetition, seq").fetchall()
+    goals = con.execute("SELECT goal, loss_ratio FROM result ORDER BY goal").fetchall()
+    con.close()
+    assert rows[0][:3] == (-1, "warmup", "warmup")                  # after DUT setup
+    lat = [x for x in rows if x[1] == "latency"]
+    assert [(x[2], x[4], x[5]) for x in lat] == [("latency", 0.0, "PDR"), ("latency", 0.5, "PDR")]
+    assert all(x[6].startswith("latency at") for x in lat)
+    search_rows = [x for x in rows if x[0] == 0 and x[1] == "search"]
+    assert search_rows and all(x[2] for x in search_rows)
+    assert {x[3] for x in search_rows if x[2] in ("first", "bisect", "hint", "target")} \
+        <= {0.0, 0.005}
+    if search == "mlr":                     # the library's warm-up: kept, marked, ignored
+        assert [x[1:3] for x in rows if x[0] == 0][0] == ("warmup", "warmup")
+    assert goals == [("ndr", 0.0), ("pdr@0.005", 0.005), ("search", None)]

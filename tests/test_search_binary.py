@@ -45,6 +45,10 @@ def test_ideal_with_hint_is_exact_in_few_trials():
     assert r.trial_count <= 6
     assert r.trials[0].reason == "binary NDR: first trial at max load"
     assert "forwarding-rate hint" in r.trials[1].reason
+    # the intent says it as values: the step and the goal, no sentence to parse
+    assert (r.trials[0].intent.step, r.trials[0].intent.goal_loss_ratio) == ("first", 0.0)
+    assert r.trials[1].intent.step == "hint" and r.trials[1].kind == "search"
+    assert {t.intent.goal_loss_ratio for t in r.trials} <= {0.0, 0.005}
 
 
 def test_textbook_bisection_first_trials():
@@ -54,7 +58,7 @@ def test_textbook_bisection_first_trials():
     loads = [t.load_pps for t in r.trials]
     assert loads[0] == MAX
     assert loads[1] == pytest.approx((0.001 * MAX + MAX) / 2)
-    assert all("bisect" in t.reason for t in r.trials[1:])
+    assert all("bisect" in t.reason and t.intent.step == "bisect" for t in r.trials[1:])
     # each NDR bisection halves the bracket: about log2(1/width) trials
     ndr_trials = [t for t in r.trials if t.reason.startswith("binary NDR")]
     assert len(ndr_trials) <= 10
@@ -93,7 +97,8 @@ def test_verification_trial_and_failed_verification():
     r = run_search(BinarySettings(trial_duration_s=1.0, verify=True, verify_duration_s=5.0),
                    d.measure, MAX)
     ver = [t for t in r.trials if "verification" in t.reason]
-    assert all(t.duration_s == 5.0 and t.kind == "verification" for t in ver)
+    assert all(t.duration_s == 5.0 and t.intent.step == "verification" and t.kind == "search"
+               for t in ver)
     assert any(t.reason.startswith("binary NDR") for t in ver)
     assert any(t.reason.startswith("binary PDR") for t in ver)
     assert all(g.verified for g in r.goals)
@@ -105,10 +110,10 @@ def test_verification_trial_and_failed_verification():
     # A device that loses more in long trials: every 5 s trial fails above 0.9 C.
     dev = SimDevice("ideal", C)
 
-    def measure(duration_s, load_pps, reason):
-        t = dev.measure(duration_s, load_pps, reason)
+    def measure(duration_s, load_pps, intent):
+        t = dev.measure(duration_s, load_pps, intent)
         if duration_s == 5.0 and load_pps > 0.9 * C:
-            return SimDevice("ideal", 0.9 * C).measure(duration_s, load_pps, reason)
+            return SimDevice("ideal", 0.9 * C).measure(duration_s, load_pps, intent)
         return t
 
     s = BinarySettings(trial_duration_s=1.0, verify=True, verify_duration_s=5.0,

@@ -51,7 +51,12 @@ def test_warmup_recorded_and_ignored_and_reasons():
     first = r.trials[0]
     assert first.reason == "mlr: warm-up at max load (result ignored)"
     assert not first.used and first.load_pps == MAX and first.kind == "warmup"
+    assert first.intent.step == "warmup"
     assert {t.kind for t in r.trials[1:]} == {"search"}
+    assert {t.intent.step for t in r.trials[1:]} == {"initial", "target"}
+    # the target trials say which goal they narrow, as a number
+    assert {t.intent.goal_loss_ratio for t in r.trials if t.intent.step == "target"} \
+        == {0.0, 0.005}
     assert r.trials[1].reason == "mlr: initial trial at max load"
     assert all(t.used for t in r.trials[1:])
     assert all(t.reason.startswith("mlr") for t in r.trials)

@@ -25,7 +25,7 @@ def test_sweep_list_repetitions_and_goals():
     r = run_search(s, d.measure, 2 * C)
     assert [t.load_pps for t in r.trials] == [0.5e6] * 3 + [1.0e6] * 3 + [1.001e6] * 3 + [1.2e6] * 3
     assert r.trials[4].reason == "sweep: load 1000000 pps, repetition 2/3"
-    assert {t.kind for t in r.trials} == {"sweep"}
+    assert {(t.kind, t.intent.step) for t in r.trials} == {("search", "sweep")}
     assert r.ndr_pps == 1.0e6 and r.goal(0.0).upper_pps == 1.001e6
     assert r.pdr_pps == 1.001e6 and r.goal(0.005).upper_pps == 1.2e6
     assert r.total_trial_s == 24.0
@@ -69,6 +69,8 @@ def test_latency_after_search_and_standalone():
                                                        0.9 * r.pdr_pps])
     assert all(t.duration_s == 3.0 and t.kind == "latency" for t in lat)
     assert lat[2].reason == f"latency at 50% of PDR {r.pdr_pps:.0f} pps"
+    assert [(t.intent.latency_fraction, t.intent.latency_reference) for t in lat] == \
+        [(0.0, "PDR"), (0.1, "PDR"), (0.5, "PDR"), (0.9, "PDR")]
     p50 = [t.trial.streams[0].latency.p50_ns for t in lat]
     assert p50 == sorted(p50)
 
@@ -78,7 +80,9 @@ def test_latency_after_search_and_standalone():
     with pytest.raises(SearchError, match="no PDR"):
         run_search(LatencySettings(), d.measure, 2 * C)
     with pytest.raises(SearchError, match="above max load"):
-        run_search(LatencySettings(fractions=[1.5]), d.measure, C, pdr_pps=C)
+        run_search(LatencySettings(fractions=[0.9]), d.measure, 0.5 * C, pdr_pps=C)
+    with pytest.raises(ValidationError, match="above 1"):
+        LatencySettings(fractions=[1.5])         # latency above the PDR is no latency point
 
 
 def test_latency_uses_ndr_when_no_pdr_goal():
@@ -100,9 +104,9 @@ def test_replaying_stored_trials_gives_the_same_result(settings):
     first = run_search(settings, d.measure, 2 * C)
     stored = list(first.trials)
 
-    def replay(duration_s, load_pps, reason):
+    def replay(duration_s, load_pps, intent):
         t = stored.pop(0)
-        assert (t.duration_s, t.load_pps, t.reason) == (duration_s, load_pps, reason)
+        assert (t.duration_s, t.load_pps, t.intent) == (duration_s, load_pps, intent)
         return t.trial
 
     again = run_search(settings, replay, 2 * C)

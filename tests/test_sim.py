@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from fwdbench.intent import TrialIntent
 from fwdbench.sim import SimDevice, SimParams
 from fwdbench.trial import TrialResult
 
@@ -26,7 +27,7 @@ def test_ideal_no_loss_up_to_capacity_then_plr_is_one_minus_c_over_o():
 
 def test_trial_result_shape_and_counts():
     d = SimDevice("ideal", C, seed=3)
-    t = d.measure(1.5, 123_456.7, reason="why")
+    t = d.measure(1.5, 123_456.7, TrialIntent.search("sweep", "why"))
     assert isinstance(t, TrialResult)
     assert t.backend == "sim"
     assert len(t.streams) == 1
@@ -49,8 +50,10 @@ def test_latency_grows_with_load():
 
 def test_zero_load_is_a_latency_only_trial():
     t = SimDevice("ideal", C).measure(2.0, 0.0)
-    assert t.intended_packets == 0 and t.loss_ratio == 0.0
-    assert t.streams[0].latency.samples == 18_000  # 9 kpps latency stream
+    # no background load: the 9 kpps latency stream is the only stream, as on the lab
+    assert t.intended_load_pps == 0.0 and t.intended_packets == 18_000
+    assert t.loss_ratio == 0.0 and t.rx_packets == 18_000
+    assert t.streams[0].latency.samples == 18_000
 
 
 def test_same_seed_same_results_different_seed_differs():
@@ -115,7 +118,7 @@ def test_generator_limit_flags_trials():
 
 def test_params_validation_shows_value():
     with pytest.raises(ValidationError, match="0.5"):
-        SimParams(model="trashing", capacity_pps=1.0, trashing_start_pps=0.5)
+        SimParams(model="trashing", capacity_pps=1000.0, trashing_start_pps=0.5)
     with pytest.raises(ValidationError):
         SimParams(model="ideal", capacity_pps=C, bogus=1)            # extra="forbid"
     with pytest.raises(ValidationError):

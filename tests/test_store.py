@@ -4,6 +4,7 @@ import sqlite3
 import pytest
 
 from fwdbench.store import SCHEMA_VERSION, Store, StoreError
+from helpers import goal_rows, intent
 from helpers import store_campaign as _campaign
 from helpers import store_result as _result
 
@@ -11,9 +12,9 @@ from helpers import store_result as _result
 def test_round_trip_keeps_every_field(tmp_path):
     st = Store(tmp_path / "r.sqlite")
     sid = _campaign(st)
-    tid = st.begin_trial(sid, 0, 0, "search", "sweep load 1 of 1", 1000.0, 1.0)
+    tid = st.begin_trial(sid, 0, 0, intent("search", "sweep load 1 of 1"), 1.0, 1000.0)
     st.finish_trial(tid, _result())
-    st.save_results(sid, 0, {"ndr": (900.0, {"trials": 3}), "pdr@0.005": (None, {})})
+    st.save_results(sid, 0, goal_rows({"ndr": (900.0, {"trials": 3}), "pdr@0.005": (None, {})}))
     st.close()
 
     st = Store(tmp_path / "r.sqlite")
@@ -31,7 +32,7 @@ def test_round_trip_keeps_every_field(tmp_path):
 def test_running_trials_become_interrupted_and_never_count(tmp_path):
     st = Store(tmp_path / "r.sqlite")
     sid = _campaign(st)
-    st.begin_trial(sid, 0, 0, "search", "cut off", 1000.0, 1.0)
+    st.begin_trial(sid, 0, 0, intent("search", "cut off"), 1.0, 1000.0)
     assert st.done_trials(sid, 0) == []
     assert st.mark_interrupted() == 1
     assert st.trial_counts() == {"interrupted": 1}

@@ -23,9 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from fwdbench.store import (SCHEMA_VERSION, SQLiteStore, StoreError, open_store, remove_store)
+from fwdbench.store import (SCHEMA_VERSION, SQLiteStore, StoreBusy, StoreError, open_store,
+                            remove_store)
 from fwdbench.store.postgres import PostgresStore, mask_url, pg_ddl, split_url
 from fwdbench.store.schema import MIGRATIONS
+from helpers import goal_rows, intent
 from helpers import sim_campaign
 from helpers import store_campaign as _campaign
 from helpers import store_result as _result
@@ -137,9 +139,9 @@ def test_open_store_picks_the_backend(target):
 def test_round_trip_keeps_every_field(target):
     st = open_store(target)
     sid = _campaign(st)
-    tid = st.begin_trial(sid, 0, 0, "search", "sweep load 1 of 1", 1000.0, 1.0)
+    tid = st.begin_trial(sid, 0, 0, intent("search", "sweep load 1 of 1"), 1.0, 1000.0)
     st.finish_trial(tid, _result())
-    st.save_results(sid, 0, {"ndr": (900.0, {"trials": 3}), "pdr@0.005": (None, {})})
+    st.save_results(sid, 0, goal_rows({"ndr": (900.0, {"trials": 3}), "pdr@0.005": (None, {})}))
     st.update_host({"gen_cpu": 0})
     st.set_describe(sid, {"driver": "veth"})
     st.close()
@@ -171,7 +173,7 @@ def test_counts_above_32_bits_and_float_precision_survive(target):
     sid = _campaign(st)
     big = 3 * 2**31 + 7                       # more packets than an int4 holds
     load = 1234567.8912345678
-    tid = st.begin_trial(sid, 0, 0, "search", "big", load, 300.0)
+    tid = st.begin_trial(sid, 0, 0, intent("search", "big"), 300.0, load)
     st.finish_trial(tid, _result(load=load, tx=big, rx=big - 5))
     st.close()
     st = open_store(target)
@@ -190,9 +192,9 @@ def test_counts_above_32_bits_and_float_precision_survive(target):
 def test_running_trials_become_interrupted_on_reopen_and_never_count(target):
     st = open_store(target)
     sid = _campaign(st)
-    done = st.begin_trial(sid, 0, 0, "search", "kept", 1000.0, 1.0)
+    done = st.begin_trial(sid, 0, 0, intent("search", "kept"), 1.0, 1000.0)
     st.finish_trial(done, _result())
-    st.begin_trial(sid, 0, 1, "search", "cut off", 2000.0, 1.0)
+    st.begin_trial(sid, 0, 1, intent("search", "cut off"), 1.0, 2000.0)
     st.close()                                        # the run dies here
 
     st = open_store(target)
@@ -202,7 +204,7 @@ def test_running_trials_become_interrupted_on_reopen_and_never_count(target):
         assert st.trial_counts() == {"done": 1, "interrupted": 1}
         assert st.mark_interrupted() == 0
         # resume runs the trial again: a new row; the interrupted one stays on record
-        again = st.begin_trial(sid, 0, 1, "search", "cut off", 2000.0, 1.0)
+        again = st.begin_trial(sid, 0, 1, intent("search", "cut off"), 1.0, 2000.0)
         st.finish_trial(again, _result(load=2000.0))
         assert [(t.seq, t.id) for t in st.done_trials(sid, 0)] == [(0, done), (1, again)]
         everything = list(st.trials(status=None))
@@ -217,7 +219,7 @@ def test_failed_trial_is_kept_with_its_error(target):
     st = open_store(target)
     try:
         sid = _campaign(st)
-        tid = st.begin_trial(sid, 0, 0, "search", "x", 1000.0, 1.0)
+        tid = st.begin_trial(sid, 0, 0, intent("search", "x"), 1.0, 1000.0)
         st.fail_trial(tid, "RuntimeError: generator died")
         assert st.done_trials(sid, 0) == [] and st.trial_counts() == {"failed": 1}
         assert [t.status for t in st.trials(status="failed")] == ["failed"]
@@ -241,11 +243,14 @@ def test_save_results_replaces_and_orders_goals_bytewise(target):
     st = open_store(target)
     try:
         sid = _campaign(st)
-        goals = ["pdr@0.005", "ndr", "Zeta", "search", "pdr@0.1", "_x"]
-        st.save_results(sid, 0, {g: (1.0, {}) for g in goals})
-        st.save_results(sid, 0, {"ndr": (2.0, {"again": True})})    # a rerun replaces
+        ratios = [0.005, 0.0, None, 0.1, 0.05, 1e-7]
+        st.save_results(sid, 0, [(lr, 1.0, {}) for lr in ratios])
+        st.save_results(sid, 0, [(0.0, 2.0, {"again": True})])      # a rerun replaces
         res = st.results()
+        goals = ["pdr@0.005", "ndr", "search", "pdr@0.1", "pdr@0.05", "pdr@1e-07"]
         assert [r["goal"] for r in res] == sorted(goals)            # byte order, as SQLite
+        # the goal is a number in its own column: no text to parse back
+        assert {r["goal"]: r["loss_ratio"] for r in res} == dict(zip(goals, ratios))
         ndr = [r for r in res if r["goal"] == "ndr"]
         assert len(ndr) == 1 and ndr[0]["value_pps"] == 2.0 and ndr[0]["detail"] == {"again": True}
         assert st.repetition_done(sid, 0)
@@ -272,6 +277,94 @@ def test_an_old_store_is_migrated_on_open(target):
         st.close()
     tables = raw_exec(target, "SELECT COUNT(*) FROM meta")
     assert tables == [(1,)]
+
+
+# Rows as fwdbench wrote them at schema version 1: the intent only in the reason text.
+V1_TRIALS = [  # (kind, reason) -> (kind, step, goal_loss_ratio, latency_fraction, reference)
+    (("warmup", "warm-up trial after DUT setup (CSIT)"), ("warmup", "warmup", None, None, None)),
+    (("search", "binary NDR: first trial at max load"), ("search", "first", 0.0, None, None)),
+    (("search", "binary PDR@0.5%: forwarding-rate hint from the failed trial at 2000000 pps"),
+     ("search", "hint", 0.005, None, None)),
+    (("search", "binary PDR@0.5%: bisect between 9001 pps and 2000000 pps"),
+     ("search", "bisect", 0.005, None, None)),
+    (("search", "binary NDR: verification at 990000 pps"),
+     ("search", "verification", 0.0, None, None)),
+    (("search", "mlr: warm-up at max load (result ignored)"),
+     ("warmup", "warmup", None, None, None)),
+    (("search", "mlr: initial trial at max load"), ("search", "initial", None, None, None)),
+    (("search", "mlr PDR@0.5% (target duration sum 21 s): Upper bound"),
+     ("search", "target", 0.005, None, None)),
+    (("search", "sweep: load 100000 pps, repetition 1/3"), ("search", "sweep", None, None, None)),
+    (("search", "latency at 50% of PDR 990000 pps"), ("latency", "latency", None, 0.5, "PDR")),
+    (("latency", "latency at 10% of NDR 900000 pps (repetition 2/2)"),
+     ("latency", "latency", None, 0.1, "NDR")),
+]
+
+
+def _make_v1_store(target) -> None:
+    """A store as fwdbench wrote it at schema version 1, from that version's DDL."""
+    from fwdbench.store.schema import version_upsert
+    ddl = MIGRATIONS[0] + ";" + version_upsert(1) + ";"
+    if isinstance(target, Path):
+        import sqlite3
+        con = sqlite3.connect(target)
+        con.executescript(ddl)
+    else:
+        import psycopg
+        conninfo, schema = split_url(target)
+        con = psycopg.connect(conninfo, autocommit=True)
+        con.execute(f'CREATE SCHEMA "{schema}"')
+        con.execute(f'SET search_path TO "{schema}"')
+        con.execute(pg_ddl(ddl))
+    res = json.dumps(_result().to_dict())
+    stmts = [
+        "INSERT INTO campaign(id, name, source_path, config_text, config_json, host_json,"
+        " tool_version, created_at) VALUES (1, 'old', 'old.toml', '', '{}', '{}', '0.1', 0)",
+        "INSERT INTO scenario(id, campaign_id, idx, name, dut_name, dut_type, dut_params,"
+        " profile, search, axes, max_load_pps) VALUES (1, 1, 0, 's', 'd', 'sim', '{}', '{}',"
+        " '{\"type\": \"binary\"}', '{}', 2000000)",
+        "INSERT INTO result(id, scenario_id, repetition, goal, value_pps, detail_json,"
+        " created_at) VALUES (1, 1, 0, 'ndr', 9e5, '{}', 0), (2, 1, 0, 'pdr@0.005', 9.9e5,"
+        " '{}', 0), (3, 1, 0, 'search', NULL, '{}', 0)",
+    ]
+    for i, ((kind, reason), _) in enumerate(V1_TRIALS):
+        stmts.append(
+            "INSERT INTO trial(id, scenario_id, repetition, seq, status, kind, reason,"
+            " intended_load_pps, duration_s, started_at, result_json) VALUES"
+            f" ({i + 1}, 1, 0, {i}, 'done', '{kind}', '{reason}', 1000, 1, 0, '{res}')")
+    for q in stmts:
+        con.execute(q)
+    if isinstance(target, Path):
+        con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("read_only", [False, True], ids=["writer", "reader"])
+def test_a_version_1_store_gets_its_trials_intents_and_goals_as_values(target, read_only):
+    """Schema 2 stores the search's intent in columns and a result's goal as its loss
+    ratio. A store written at version 1 (built here from that version's DDL) is
+    migrated on open, by a writer or once by a reader, and its rows get those
+    values from the texts they carried."""
+    _make_v1_store(target)
+    st = open_store(target, read_only=read_only)
+    try:
+        assert st.schema_version == SCHEMA_VERSION == 2
+        got = [(t.intent.kind, t.intent.step, t.intent.goal_loss_ratio,
+                t.intent.latency_fraction, t.intent.latency_reference)
+               for t in st.trials("done")]
+        assert got == [want for _, want in V1_TRIALS]
+        assert [t.reason for t in st.trials("done")] == [r for (_, r), _ in V1_TRIALS]
+        assert {r["goal"]: r["loss_ratio"] for r in st.results()} == {
+            "ndr": 0.0, "pdr@0.005": 0.005, "search": None}
+        assert st.campaign()["name"] == "old"
+    finally:
+        st.close()
+    st = open_store(target)                     # reopening does not migrate again
+    try:
+        assert st.schema_version == SCHEMA_VERSION
+        assert len(list(st.trials("done"))) == len(V1_TRIALS)
+    finally:
+        st.close()
 
 
 def _schema_exists(url: str) -> bool:
@@ -308,22 +401,83 @@ def test_read_only_open_of_a_missing_store_creates_nothing(target):
         assert not _schema_exists(target)
 
 
-def test_read_only_open_upgrades_an_old_store_once(target):
-    """A store at schema version 0 (here: no tables yet) is upgraded, as opening
-    it for writing would, and then read through a read-only connection."""
+def test_read_only_open_refuses_what_is_not_a_store_untouched(target):
+    """No fwdbench tables (an empty SQLite file, an empty schema): a reading
+    command refuses it and creates nothing (it used to create the tables)."""
     if isinstance(target, Path):
-        import sqlite3
-        sqlite3.connect(target).close()
+        target.touch()
     else:
         import psycopg
         conninfo, schema = split_url(target)
         with psycopg.connect(conninfo, autocommit=True) as con:
             con.execute(f'CREATE SCHEMA "{schema}"')
-    st = open_store(target, read_only=True)
+    with pytest.raises(StoreError, match="not a fwdbench results store|an empty file"):
+        open_store(target, read_only=True)
+    if isinstance(target, Path):
+        assert target.stat().st_size == 0
+        assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+    else:
+        with psycopg.connect(conninfo, autocommit=True) as con:
+            assert con.execute("SELECT count(*) FROM pg_tables WHERE schemaname=%s",
+                               (schema,)).fetchone()[0] == 0
+
+
+# -- one writer per store ----------------------------------------------------------
+
+@pytest.fixture
+def quick_writer_wait(monkeypatch):
+    """A SQLite writer waits WRITER_WAIT_S for readers before refusing; shorten it."""
+    monkeypatch.setattr("fwdbench.store.sqlite.WRITER_WAIT_S", 0.2)
+
+
+def test_a_store_has_one_writer_and_the_refusal_names_it(target, quick_writer_wait):
+    import socket
+    st = open_store(target)
     try:
-        assert st.schema_version == SCHEMA_VERSION and st.campaign() is None
+        with pytest.raises(StoreBusy) as e:
+            open_store(target)
+        msg = str(e.value)
+        assert f"being written by fwdbench pid {os.getpid()} on host {socket.gethostname()}, " \
+               "started 20" in msg, msg
+        assert "one writer at a time" in msg and "--resume" in msg
+        with pytest.raises(StoreBusy, match=f"pid {os.getpid()} "):
+            remove_store(target)                # --force never pulls it from under a run
+        ro = open_store(target, read_only=True)  # readers are welcome
+        ro.close()
     finally:
         st.close()
+    open_store(target).close()                  # free again once the writer closed
+
+
+def _holder(target) -> subprocess.Popen:
+    """Another process that opens ``target`` as its writer and sleeps."""
+    code = ("import sys, time; from fwdbench.store import open_store, store_target; "
+            "st = open_store(store_target(sys.argv[1])); print('locked', flush=True); "
+            "time.sleep(120)")
+    p = subprocess.Popen([sys.executable, "-c", code, str(target)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline().strip()
+    assert line == "locked", p.stderr.read() if p.poll() is not None else line
+    return p
+
+
+def test_the_writer_lock_dies_with_a_killed_writer(target, quick_writer_wait):
+    p = _holder(target)
+    try:
+        with pytest.raises(StoreBusy, match=f"fwdbench pid {p.pid} on host "):
+            open_store(target)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    end = time.monotonic() + 10             # the server notices the closed connection
+    while True:
+        try:
+            open_store(target).close()
+            break
+        except StoreBusy:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.1)
 
 
 def test_remove_store_starts_over(target):
@@ -564,6 +718,42 @@ def test_e2e_kill_9_then_resume_gives_the_same_trial_set(reference, pg_url):
     assert results == expected[1]
     assert status.get("running", 0) == 0
     assert status.get("interrupted", 0) >= 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_e2e_second_resume_refuses_and_trials_are_not_duplicated(backend, reference, tmp_path,
+                                                                request):
+    """Two 'run --resume' of one store at once used to both run, duplicating trials
+    (analyze then counted them as repetitions). The second now refuses, naming the
+    first; the store ends with exactly the uninterrupted run's trials."""
+    url = tmp_path / "twice.sqlite" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    r = fwdbench("run", reference["campaign"], "--out", url, "--no-report", "-q")
+    assert r.returncode == 0, r.stderr
+    # an unfinished store: drop the last repetition's results and trials
+    raw_exec(url, "DELETE FROM repetition_done WHERE repetition = 1")
+    raw_exec(url, "DELETE FROM result WHERE repetition = 1")
+    raw_exec(url, "DELETE FROM trial WHERE repetition = 1")
+    first = subprocess.Popen(FWDBENCH + ["run", "--resume", str(url), "--no-report", "-q"],
+                             env=dict(os.environ, FWDBENCH_SIM_DELAY="1"),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not raw_exec(
+                url, "SELECT 1 FROM trial WHERE repetition = 1"):
+            time.sleep(0.05)
+        second = fwdbench("run", "--resume", url, "--no-report", "-q")
+        assert second.returncode == 3, second.stderr
+        assert f"is being written by fwdbench pid {first.pid} on host " in second.stderr
+        assert "one writer at a time" in second.stderr and "Traceback" not in second.stderr
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    r = fwdbench("run", "--resume", url, "--no-report", "-q")
+    assert r.returncode == 0, r.stderr
+    rows, results, status = trial_set(url)
+    measured = [x for x in rows if x[3] != "warmup"]       # each run warms up once
+    assert measured == [x for x in reference["trials"][0] if x[3] != "warmup"]
+    assert results == reference["trials"][1]
 
 
 def test_e2e_ctrl_c_message_masks_the_password(pg_cluster, tmp_path, reference):

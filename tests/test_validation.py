@@ -82,7 +82,7 @@ CASES = [
      ["unknown key (allowed keys: model, capacity_pps, seed"]),
     ("type", lambda: sim_campaign(dut=[{"name": "s1", "type": "sim", "params": {
         "model": "ideal", "capacity_pps": "fast"}}]), "dut[0].params.capacity_pps",
-     ["'fast' is not a number", "allowed: > 0"]),
+     ["'fast' is not a number", "allowed: 100.."]),
     ("range", lambda: sim_campaign(dut=[{"name": "s1", "type": "sim", "params": {
         "model": "noisy", "capacity_pps": 1e6, "noise_cv": 0.7}}]), "dut[0].params.noise_cv",
      ["0.7 is too large", "allowed: >= 0 and < 0.5"]),

@@ -19,15 +19,23 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
                       model_validator)
 
 from .errors import CampaignError
-from .units import UnitError, line_rate_pps, parse_bitrate, parse_duration, parse_load
+from .text import shown
+from .units import (UnitError, line_rate_pps, parse_bitrate, parse_duration, parse_load,
+                    parse_trial_duration)
 from .validation import campaign_error
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 VARY_FIELDS = ("src_ip", "dst_ip", "src_port", "dst_port")
+MAX_FILE_BYTES = 10 * 2**20     # a campaign file is text: at most 10 MiB
+MAX_DEPTH = 32                  # tables and arrays nested at most this deep
+MAX_SCENARIOS = 10_000          # scenarios one campaign may expand to
+WARN_SCENARIOS = 1_000          # more than this: plan/run say how many and how long
+INT64 = (-2**63, 2**63 - 1)     # integers a campaign may hold (the store's range)
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # TOML is typed: no true for a number, no "5" for an integer, no nan or inf
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class CampaignInfo(Strict):
@@ -40,7 +48,7 @@ class CampaignInfo(Strict):
     @classmethod
     def _name(cls, v: str) -> str:
         if not NAME_RE.match(v):
-            raise ValueError(f"{v!r} must be 1-64 letters, digits, '_', '.' or '-'")
+            raise ValueError(f"{shown(v)} must be 1-64 letters, digits, '_', '.' or '-'")
         return v
 
 
@@ -57,6 +65,27 @@ class TestbedBase(Strict):
     def _line_rate(cls, v):
         try:
             parse_bitrate(v)
+        except UnitError as e:
+            raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("max_load")
+    @classmethod
+    def _max_load(cls, v):
+        if v is None:
+            return v
+        if isinstance(v, str) and v.strip().endswith("%"):
+            # a share of the line rate: (0, 100 %]
+            try:
+                pct = float(v.strip()[:-1])
+            except ValueError:
+                raise ValueError(f"{shown(v)} is not a load") from None
+            if not 0 < pct <= 100:
+                raise ValueError(f"{shown(v)} is not a share of the line rate in (0, 100 %]; "
+                                 "give the cap in pps ('3Mpps') or as a share up to '100%'")
+            return v
+        try:
+            parse_load(v, frame_size=64, max_pps=math.inf)
         except UnitError as e:
             raise ValueError(str(e)) from None
         return v
@@ -103,7 +132,16 @@ class TrialSettings(Strict):
     latency_rate: float = Field(9000, gt=0, le=100000, description="latency stream rate [pps]")
     backend: Literal["auto", "xdp", "afpacket", "afxdp"] = "auto"
 
-    @field_validator("duration", "warmup", "drain")
+    @field_validator("duration")
+    @classmethod
+    def _trial_dur(cls, v):
+        try:
+            parse_trial_duration(v)
+        except UnitError as e:
+            raise ValueError(str(e)) from None
+        return v
+
+    @field_validator("warmup", "drain")
     @classmethod
     def _dur(cls, v):
         try:
@@ -201,6 +239,7 @@ class Campaign(BaseModel):
     scenarios: list[Scenario]
     generator_type: str = "fwdgen"
     generator_settings: dict[str, Any] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)   # valid, but maybe not what was meant
 
     def make_generator(self, tester):
         """The campaign's generator on ``tester`` (traffic.base.TesterHost)."""
@@ -221,17 +260,73 @@ class Campaign(BaseModel):
 def load_campaign(path: str | Path) -> Campaign:
     p = Path(path)
     try:
-        text = p.read_text()
+        if p.stat().st_size > MAX_FILE_BYTES:
+            raise CampaignError(f"{p}: {p.stat().st_size:,} bytes; a campaign file is text of "
+                                f"at most {MAX_FILE_BYTES // 2**20} MiB")
+        data = p.read_bytes()
     except OSError as e:
-        raise CampaignError(f"{p}: cannot read the campaign file: {e.strerror}") from None
+        raise CampaignError(f"{p}: cannot read the campaign file: {e.strerror or e}") from None
+    text = decode_text(data, str(p))
+    return build_campaign(parse_toml(text, str(p)), str(p), text)
+
+
+def decode_text(data: bytes, path: str) -> str:
+    """The bytes of a campaign file as text: UTF-8 (a BOM is dropped), else an error
+    naming the line and the byte."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise CampaignError(f"{path}: the file is UTF-16 text; campaign files are UTF-8: "
+                            "save it as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)")
+    data = data.removeprefix(b"\xef\xbb\xbf")
     try:
-        raw = tomllib.loads(text)
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise CampaignError(f"{path}:{line}: byte 0x{data[e.start]:02x} at column {col} is not "
+                            "UTF-8 (is this a text file?); save the campaign file as UTF-8") \
+            from None
+
+
+def parse_toml(text: str, path: str) -> dict[str, Any]:
+    """TOML -> tables; every failure is one line naming the file."""
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise CampaignError(f"{p}: not valid TOML: {e}") from None
-    return build_campaign(raw, str(p), text)
+        raise CampaignError(f"{path}: not valid TOML: {shown(str(e), 300)[1:-1]}") from None
+    except RecursionError:
+        raise CampaignError(f"{path}: not valid TOML: tables or arrays nested too deeply "
+                            f"(a campaign nests at most {MAX_DEPTH} levels)") from None
+    except ValueError as e:          # e.g. an integer of more than 4300 digits
+        why = ("a number has more than 4300 digits" if "digits" in str(e)
+               else shown(str(e), 300)[1:-1])
+        raise CampaignError(f"{path}: not valid TOML: {why}") from None
+
+
+def check_values(raw: Any, path: str, where: str = "", depth: int = 0) -> None:
+    """Refuse what no campaign field takes, wherever it is: NaN and infinities,
+    integers beyond 64 bits, nesting deeper than MAX_DEPTH."""
+    at = where or "(top level)"
+    if depth > MAX_DEPTH:
+        raise CampaignError(f"{path}: {at}: nested more than {MAX_DEPTH} levels deep; "
+                            "flatten it")
+    if isinstance(raw, dict):
+        for k, v in raw.items():
+            check_values(v, path, f"{where}.{k}" if where else str(k), depth + 1)
+    elif isinstance(raw, list):
+        for i, v in enumerate(raw):
+            check_values(v, path, f"{where}[{i}]", depth + 1)
+    elif isinstance(raw, bool):
+        return
+    elif isinstance(raw, int) and not INT64[0] <= raw <= INT64[1]:
+        raise CampaignError(f"{path}: {at}: {shown(raw)} is beyond the 64-bit integer range; "
+                            "give a smaller number")
+    elif isinstance(raw, float) and not math.isfinite(raw):
+        raise CampaignError(f"{path}: {at}: {raw} is not a finite number; give a number "
+                            "(nan and inf are not allowed)")
 
 
 def build_campaign(raw: dict[str, Any], path: str = "<campaign>", text: str = "") -> Campaign:
+    check_values(raw, path)
     try:
         cf = CampaignFile.model_validate(raw)
     except ValidationError as e:
@@ -240,9 +335,11 @@ def build_campaign(raw: dict[str, Any], path: str = "<campaign>", text: str = ""
     from .meters import parse_energy_settings
     parse_energy_settings(cf.energy, file=path)
     gen_type, gen_settings = _generator(cf, path)
-    scenarios = expand(cf, path)
+    warnings: list[str] = []
+    scenarios = expand(cf, path, warnings)
     return Campaign(path=path, text=text, file=cf, scenarios=scenarios,
-                    generator_type=gen_type, generator_settings=gen_settings)
+                    generator_type=gen_type, generator_settings=gen_settings,
+                    warnings=warnings)
 
 
 def _generator(cf: CampaignFile, path: str) -> tuple[str, dict[str, Any]]:
@@ -267,10 +364,10 @@ def _check_names(cf: CampaignFile, path: str) -> None:
         seen: set[str] = set()
         for i, it in enumerate(items):
             if not NAME_RE.match(it.name):
-                raise CampaignError(f"{path}: {kind}[{i}].name: {it.name!r} must be letters, "
+                raise CampaignError(f"{path}: {kind}[{i}].name: {shown(it.name)} must be letters, "
                                     "digits, '_', '.' or '-' (at most 64)")
             if it.name in seen:
-                raise CampaignError(f"{path}: {kind}[{i}].name: {it.name!r} is used twice; "
+                raise CampaignError(f"{path}: {kind}[{i}].name: {shown(it.name)} is used twice; "
                                     "names must be unique")
             seen.add(it.name)
     if cf.testbed.type == "netns" and cf.testbed.gen_cpu == cf.testbed.dut_cpu:
@@ -289,20 +386,33 @@ def _set_path(d: dict, dotted: list[str], value: Any) -> None:
     d[dotted[-1]] = value
 
 
-def _excludes(cf: CampaignFile, path: str, axis_names: set[str]) -> list[dict[str, Any]]:
-    """matrix.exclude: partial points; scenarios matching every key of one are dropped."""
+def _excludes(cf: CampaignFile, path: str, axes: list[tuple[str, list[Any]]]
+              ) -> list[dict[str, Any]]:
+    """matrix.exclude: partial points; scenarios matching every key of one are dropped.
+    Each value must be one of its axis's values (a misspelt name would exclude nothing)."""
+    values = dict(axes)
     out = []
     for i, ex in enumerate(cf.matrix.get("exclude", [])):
         where = f"{path}: matrix.exclude[{i}]"
         if not isinstance(ex, dict) or not ex:
             raise CampaignError(f"{where}: give a table of axis = value, "
                                 "e.g. { dut = \"linux-nat\", profile = \"bi\" }")
-        for k in ex:
-            if k not in axis_names:
-                raise CampaignError(f"{where}.{k}: not an axis of this matrix "
-                                    f"({', '.join(sorted(axis_names))})")
+        for k, v in ex.items():
+            if k not in values:
+                raise CampaignError(f"{where}.{shown(k)[1:-1]}: not an axis of this matrix "
+                                    f"({', '.join(sorted(values))})")
+            if not any(_same(v, x) for x in values[k]):
+                raise CampaignError(
+                    f"{where}.{k}: {shown(v)} is not a value of the axis {k} "
+                    f"({', '.join(shown(x, 30) for x in values[k][:20])}"
+                    f"{', ...' if len(values[k]) > 20 else ''}); it would exclude nothing")
         out.append(ex)
     return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Axis values as TOML gives them: 1 and 1.0 match, true and 1 do not."""
+    return a == b and isinstance(a, bool) == isinstance(b, bool)
 
 
 def _axes(cf: CampaignFile, path: str) -> list[tuple[str, list[Any]]]:
@@ -329,10 +439,11 @@ def _axes(cf: CampaignFile, path: str) -> list[tuple[str, list[Any]]]:
     return axes
 
 
-def expand(cf: CampaignFile, path: str) -> list[Scenario]:
+def expand(cf: CampaignFile, path: str, warnings: list[str] | None = None) -> list[Scenario]:
     from .dut import load_drivers
     from .search_config import validate_search
 
+    warnings = warnings if warnings is not None else []
     drivers = load_drivers()
     axes = _axes(cf, path)
     duts = {d.name: d for d in cf.dut}
@@ -342,12 +453,19 @@ def expand(cf: CampaignFile, path: str) -> list[Scenario]:
         axes.insert(0, ("dut", list(duts)))
     if "profile" not in names:
         axes.insert(1, ("profile", list(profiles)))
-    excludes = _excludes(cf, path, {k for k, _ in axes})
+    excludes = _excludes(cf, path, axes)
+    points = math.prod(len(v) for _, v in axes)
+    if points > MAX_SCENARIOS:
+        sizes = " x ".join(f"{len(v)} {k}" for k, v in axes)
+        raise CampaignError(
+            f"{path}: matrix: {sizes} is {points:,} scenarios (before excludes), more than "
+            f"the {MAX_SCENARIOS:,} one campaign may hold; split it into several campaigns "
+            "or shorten the axes")
 
     out: list[Scenario] = []
     for combo in itertools.product(*(v for _, v in axes)):
         point = dict(zip((k for k, _ in axes), combo))
-        if any(all(point[k] == v for k, v in ex.items()) for ex in excludes):
+        if any(all(_same(point[k], v) for k, v in ex.items()) for ex in excludes):
             continue
         dut = duts[point["dut"]].model_dump()
         prof = profiles[point["profile"]].model_dump()
@@ -400,15 +518,49 @@ def expand(cf: CampaignFile, path: str) -> list[Scenario]:
         out.append(Scenario(idx=idx, name=" ".join(label), dut=dspec, profile=profile,
                             search=search_v, trial=trial_s,
                             axes={k: v for k, v in point.items()}, max_load_pps=max_pps))
+    if not out:
+        raise CampaignError(f"{path}: matrix.exclude removes all {points:,} scenarios of the "
+                            "matrix; nothing would run. Remove an exclude or widen an axis")
+    if len(out) > WARN_SCENARIOS:
+        warnings.append(f"{path}: the matrix expands to {len(out):,} scenarios; check the plan's "
+                        "estimated duration before running it")
+    _check_max_load(cf, path, warnings)
     return out
 
 
+def _check_max_load(cf: CampaignFile, path: str, warnings: list[str]) -> None:
+    """A max_load above the line rate of every frame size tested caps nothing."""
+    tb = cf.testbed
+    if tb.max_load is None or str(tb.max_load).strip().endswith("%"):
+        return
+    line = parse_bitrate(tb.line_rate)
+    sizes = {p.frame_size for p in cf.profile}
+    if "profile.frame_size" in cf.matrix:
+        sizes |= {v for v in cf.matrix["profile.frame_size"] if isinstance(v, (int, str))}
+    if all(_cap_pps(tb.max_load, fs) >= line_rate_pps(line, fs) for fs in sizes
+           if fs == "imix" or isinstance(fs, int)):
+        warnings.append(f"{path}: testbed.max_load {shown(tb.max_load)} is at or above the line "
+                        f"rate ({shown(tb.line_rate)}) for every frame size here, so it caps "
+                        "nothing; lower it to the generator's limit or remove it")
+
+
+def _cap_pps(max_load: Any, frame_size: Any) -> float:
+    try:
+        return parse_load(max_load, frame_size=frame_size, max_pps=math.inf)
+    except (UnitError, ValueError, TypeError):
+        return math.inf
+
+
 def _max_load(cf: CampaignFile, profile: Profile, path: str) -> float:
+    """The highest load per direction [pps]: the line rate at this frame size, capped by
+    testbed.max_load (given in pps, as a bit rate, or as a share of the line rate)."""
     line = line_rate_pps(parse_bitrate(cf.testbed.line_rate), profile.frame_size)
     if cf.testbed.max_load is None:
         return line
     try:
-        cap = parse_load(cf.testbed.max_load, frame_size=profile.frame_size, max_pps=math.inf)
+        cap = parse_load(cf.testbed.max_load, frame_size=profile.frame_size, max_pps=line)
     except UnitError as e:
-        raise CampaignError(f"{path}: testbed.max_load: {e}") from None
+        if str(cf.testbed.max_load).strip().endswith("%"):
+            raise CampaignError(f"{path}: testbed.max_load: {e}") from None
+        return line          # above the line rate at this frame size: the line rate caps
     return min(line, cap)

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
+from rich.text import Text
 
 from . import __version__
 from .errors import CampaignError, FwdbenchError
+from .text import clip_lines, console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Benchmark software data planes (Linux, XDP, DPDK, vfwd): RFC 2544 "
@@ -19,12 +20,22 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=N
 lab_app = typer.Typer(no_args_is_help=True, help="The local netns lab, by hand.")
 app.add_typer(lab_app, name="lab")
 # Wide tables when output goes to a file or pipe (no terminal to fit).
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True)
+# User text (file names, campaign values, store contents) is printed as typed: no markup.
+out = console()
+err = console(stderr=True, soft_wrap=True)      # an error is one line, never wrapped
+
+
+def error_text(e: object) -> Text:
+    """'error: MESSAGE', the message literal and every line of it clipped."""
+    return Text.assemble(("error:", "bold red"), " ", clip_lines(str(e)))
+
+
+def warn(message: str) -> None:
+    err.print(Text.assemble(("warning:", "yellow"), " ", clip_lines(message)))
 
 
 def fail(e: Exception, code: int = 2) -> None:
-    err.print(f"[bold red]error:[/] {e}", markup=True, highlight=False)
+    err.print(error_text(e))
     raise typer.Exit(code)
 
 
@@ -47,17 +58,22 @@ def plan(campaign: Path = typer.Argument(..., help="campaign file (TOML)"),
     estimated duration. Nothing is set up."""
     from .campaign import load_campaign
     from .plan import fmt_total, plan_dict, plan_table
+    from .plan import long_campaign_warning
     try:
         c = load_campaign(campaign)
     except FwdbenchError as e:
         fail(e)
+    for w in c.warnings:
+        warn(w)
     if as_json:
         print(json.dumps(plan_dict(c), indent=2))
         return
     table, trials, secs = plan_table(c)
     out.print(table)
     out.print(f"{len(c.scenarios)} scenarios x {c.repetitions} repetitions: "
-              f"{fmt_total(trials, secs)} (estimate; adaptive searches vary)", highlight=False)
+              f"{fmt_total(trials, secs)} (estimate; adaptive searches vary)")
+    if (w := long_campaign_warning(secs)):
+        warn(w)
 
 
 @app.command()
@@ -82,7 +98,8 @@ def run(campaign: Optional[Path] = typer.Argument(
     from .progress import Progress
     from .runner import (campaign_from_store, default_store_path, open_for_run,
                          run_campaign, summary_lines)
-    from .store import display_target, is_store_url, open_store, remove_store, store_target
+    from .store import (NotAStore, display_target, is_store_url, open_store, remove_store,
+                        store_target)
     if (campaign is None) == (resume is None):
         fail(FwdbenchError("give either a campaign file or --resume RESULTS.sqlite"))
     path = store_target(resume) if resume is not None else None
@@ -90,10 +107,14 @@ def run(campaign: Optional[Path] = typer.Argument(
         if path is not None:
             if not is_store_url(path) and not path.exists():
                 raise FwdbenchError(f"{resume}: no such results file")
+            # a store, not a user's file: checked read-only, so nothing else is written
+            open_store(path, read_only=True).close()
             store = open_store(path)
             c = campaign_from_store(store)
         else:
             c = load_campaign(campaign)
+            for w in c.warnings:
+                warn(w)
             path = store_target(out_path) if out_path else default_store_path(c)
             if force:
                 remove_store(path)
@@ -108,8 +129,8 @@ def run(campaign: Optional[Path] = typer.Argument(
         print(f"interrupted: finished trials are in the results file; continue with "
               f"'fwdbench run --resume {display_target(path)}'", file=sys.stderr)
         raise typer.Exit(130)
-    except CampaignError as e:
-        fail(e, 2)          # bad input: nothing was set up
+    except (CampaignError, NotAStore) as e:
+        fail(e, 2)          # bad input: nothing was set up, nothing written
     except FwdbenchError as e:
         fail(e, 3)
     for line in summary_lines(summary):
@@ -258,7 +279,7 @@ def main() -> None:
     try:
         app()
     except FwdbenchError as e:
-        err.print(f"error: {e}", highlight=False)
+        err.print(error_text(e))
         sys.exit(2)
 
 

@@ -85,5 +85,15 @@ def plan_dict(c: Campaign) -> dict:
     }
 
 
+LONG_CAMPAIGN_S = 7 * 86_400     # plan warns above a week
+
+
+def long_campaign_warning(secs: float) -> str | None:
+    if secs <= LONG_CAMPAIGN_S:
+        return None
+    return (f"this campaign is estimated to take {secs / 86_400:,.0f} days; check that the "
+            "matrix, repetitions and trial durations are what you meant")
+
+
 def fmt_total(trials: int, secs: float) -> str:
     return f"about {trials} trials, about {fmt_duration(secs)}"

@@ -18,7 +18,8 @@ from .units import fmt_pps
 class Progress:
     def __init__(self, console: Console | None = None, quiet: bool = False,
                  trial_lines: bool = True):
-        self.console = console or Console(stderr=True)
+        from .text import console as make_console
+        self.console = console or make_console(stderr=True)
         self.trial_lines = trial_lines
         self.live = self.console.is_terminal and not quiet
         self.quiet = quiet
@@ -33,8 +34,9 @@ class Progress:
         already = total - len(todo)
         if self.live:
             self._bar = RichProgress(
-                TextColumn("[bold]{task.fields[scenario]}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                TextColumn("{task.fields[scenario]}", markup=False, style="bold"), BarColumn(),
+                MofNCompleteColumn(), TextColumn("{task.fields[status]}", markup=False),
+                TimeElapsedColumn(), TimeRemainingColumn(),
                 console=self.console, transient=False)
             self._bar.start()
             self._task = self._bar.add_task("run", total=total, completed=already,

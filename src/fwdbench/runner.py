@@ -13,20 +13,20 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 from . import __version__
 from .campaign import Campaign, Scenario, build_campaign
 from .errors import FwdbenchError
 from .host import host_facts
+from .intent import TrialIntent
 from .progress import Progress
+from .search.result import Measure
 from .search_config import search_settings
 from .store import ResultsStore, is_store_url, open_store
 from .testbed import open_testbed
 from .trial import TrialResult
 from .units import parse_duration
-
-Measure = Callable[[float, float, str], TrialResult]
 
 
 class ResumeMismatch(FwdbenchError):
@@ -122,7 +122,7 @@ class ScenarioRun:
         replay = self.store.done_trials(self.sid, rep)
         seq = itertools.count()
 
-        def measure(duration_s: float, load_pps: float, reason: str = "") -> TrialResult:
+        def measure(duration_s: float, load_pps: float, intent: TrialIntent) -> TrialResult:
             k = next(seq)
             if k < len(replay):
                 t = replay[k]
@@ -135,30 +135,33 @@ class ScenarioRun:
                         "deterministically; start a new run")
                 self.replayed += 1
                 return t.result
-            # CSIT-style latency trials run a latency stream beside the load.
-            kind = "latency" if reason.startswith("latency") else "search"
-            return self._run(rep, k, kind, reason, load_pps, duration_s)
+            return self._run(rep, k, intent, duration_s, load_pps)
 
         return measure
 
     def warmup_trial(self, load_pps: float) -> TrialResult:
         dur = max(parse_duration(self.sc.trial.warmup), 1.0)
-        return self._run(-1, -1, "warmup", "warm-up trial after DUT setup (CSIT)",
-                         load_pps, dur)
+        return self._run(-1, -1, TrialIntent.warmup("warm-up trial after DUT setup (CSIT)"),
+                         dur, load_pps)
 
-    def _run(self, rep: int, seq: int, kind: str, reason: str, load_pps: float,
-             duration_s: float) -> TrialResult:
-        tid = self.store.begin_trial(self.sid, rep, seq, kind, reason, load_pps, duration_s)
-        self.progress.trial_started(load_pps, duration_s, kind)
+    def _run(self, rep: int, seq: int, intent: TrialIntent, duration_s: float,
+             load_pps: float) -> TrialResult:
+        tid = self.store.begin_trial(self.sid, rep, seq, intent, duration_s, load_pps)
+        self.progress.trial_started(load_pps, duration_s, intent.kind)
         try:
-            result = self.execute(load_pps, duration_s, (rep + 1) * 1_000_000 + seq + 1,
-                                  kind == "latency")
+            # CSIT-style latency trials run a latency stream beside the load.
+            result = self.execute(duration_s, load_pps, (rep + 1) * 1_000_000 + seq + 1,
+                                  intent.kind == "latency")
         except KeyboardInterrupt:
             # Left as 'running': the next resume marks it interrupted and reruns it.
             raise
         except Exception as e:
             self.store.fail_trial(tid, f"{type(e).__name__}: {e}")
             raise
+        if result.sent_nothing:
+            result.warnings.append(
+                "the trial sent no packet (load x duration too small, or the generator "
+                "failed to send): it measured nothing and counts as a total loss")
         self.store.finish_trial(tid, result)
         self.ran += 1
         self.progress.trial_done(result)
@@ -213,15 +216,11 @@ def run_campaign(campaign: Campaign, store: ResultsStore, *, progress: Progress,
                       time.monotonic() - t0, lab_desc)
 
 
-def goal_key(loss_ratio: float) -> str:
-    return "ndr" if loss_ratio == 0 else f"pdr@{loss_ratio:g}"
-
-
-def goals_for_store(result) -> dict[str, tuple[float | None, dict]]:
-    """Search result -> result rows: one per loss goal, plus the search record."""
-    goals = {goal_key(g.loss_ratio): (g.load_pps, g.to_dict()) for g in result.goals}
-    goals["search"] = (None, result.to_dict())
-    return goals
+def goals_for_store(result) -> list[tuple[float | None, float | None, dict]]:
+    """Search result -> result rows: (loss ratio, load found, record) per loss goal,
+    plus the search record (loss ratio None)."""
+    return [(g.loss_ratio, g.load_pps, g.to_dict()) for g in result.goals] + [
+        (None, None, result.to_dict())]
 
 
 def _warmup_load(sc: Scenario) -> float:

@@ -13,8 +13,13 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .errors import CampaignError
-from .units import UnitError, parse_duration, parse_load
+from .text import shown
+from .units import UnitError, parse_duration, parse_load, parse_trial_duration
 from .validation import campaign_error
+
+# settings that are a measured trial's duration: at least units.MIN_TRIAL_DURATION_S
+TRIAL_DURATIONS = ("trial_duration_s", "initial_trial_duration_s", "final_trial_duration_s",
+                   "verify_duration_s")
 
 
 def _models() -> dict[str, type[BaseModel]]:
@@ -38,6 +43,8 @@ def _convert(table: dict[str, Any], model: type[BaseModel], where: str, frame_si
              max_pps: float) -> dict[str, Any]:
     fields = model.model_fields
     out: dict[str, Any] = {}
+    if not isinstance(table, dict):
+        raise CampaignError(f"{where}: must be a table of settings, got {shown(table)}")
     for key, value in table.items():
         at = f"{where}.{key}"
         name = key
@@ -56,6 +63,8 @@ def _convert(table: dict[str, Any], model: type[BaseModel], where: str, frame_si
                     value = [conv(v, frame_size, max_pps) for v in value]
                 else:
                     value = conv(value, frame_size, max_pps)
+            elif name in TRIAL_DURATIONS and value is not None:
+                value = parse_trial_duration(value)
             elif name.endswith("_s") and value is not None:
                 value = parse_duration(value)
             elif key == "latency" and isinstance(value, dict):
@@ -70,9 +79,11 @@ def validate_search(search: dict[str, Any], tag: str, *, frame_size, max_pps: fl
                     trial) -> dict[str, Any]:
     """Return the scenario's search settings as a plain dict (stored, re-read on resume)."""
     models = _models()
+    if not isinstance(search, dict):
+        raise CampaignError(f"{tag}: search: must be a table of settings, got {shown(search)}")
     kind = search.get("type", "sweep")
-    if kind not in models or kind == "latency":
-        raise CampaignError(f"{tag}: search.type: {kind!r} is not one of sweep, binary, mlr")
+    if not isinstance(kind, str) or kind not in models or kind == "latency":
+        raise CampaignError(f"{tag}: search.type: {shown(kind)} is not one of sweep, binary, mlr")
     model = models[kind]
     conv = _convert(search, model, f"{tag}: search", frame_size, max_pps)
     conv["type"] = kind

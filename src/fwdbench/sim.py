@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from fwdbench.intent import TrialIntent
 from fwdbench.trial import LatencySummary, StreamResult, TrialResult
 
 SimModel = Literal["ideal", "realistic", "trashing", "noisy"]
@@ -38,11 +39,14 @@ LATENCY_STREAM_PPS = 9000.0      # CSIT-style latency stream, used when there is
 
 class SimParams(BaseModel):
     """A simulated DUT, as a campaign gives it (``dut = "sim"``)."""
-    model_config = ConfigDict(extra="forbid")
+    # strict: capacity_pps = true is not 1 pps; no nan or inf anywhere
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     model: SimModel = Field(description="Load-loss model: ideal, realistic, trashing or noisy.")
-    capacity_pps: float = Field(gt=0.0, description="Saturation offered load C [pps].")
-    seed: int = Field(default=0, description="Seed of all random draws.")
+    capacity_pps: float = Field(ge=100.0, le=1e12,
+                                description="Saturation offered load C [pps]: 100 pps "
+                                            "(fwdbench's lowest load) .. 1e12.")
+    seed: int = Field(default=0, ge=0, le=2**63 - 1, description="Seed of all random draws.")
     # realistic
     loss_onset_fraction: float = Field(default=0.2, gt=0.0, lt=1.0,
                                        description="realistic: no loss below this fraction of C [1].")
@@ -169,8 +173,12 @@ class SimDevice:
         return lo
 
     # ---- one trial ----------------------------------------------------------
-    def measure(self, duration_s: float, load_pps: float, reason: str = "") -> TrialResult:
-        """Run one simulated trial of ``duration_s`` [s] at ``load_pps`` [pps]."""
+    def measure(self, duration_s: float, load_pps: float,
+                intent: "TrialIntent | None" = None) -> TrialResult:
+        """Run one simulated trial of ``duration_s`` [s] at ``load_pps`` [pps].
+
+        A load of 0 is a latency trial without background load: as on the lab,
+        the latency stream (``LATENCY_STREAM_PPS``) is the only stream."""
         if duration_s <= 0:
             raise ValueError(f"duration_s must be positive, got {duration_s!r}")
         if load_pps < 0:
@@ -182,9 +190,10 @@ class SimDevice:
         c = self.capacity_pps
         if self.noise_cv > 0.0:
             c = max(0.05 * self.capacity_pps, c * (1.0 + self.noise_cv * float(rng.standard_normal())))
-        intended = int(round(load_pps * duration_s))
-        tx_rate = load_pps if p.max_tx_pps is None else min(load_pps, p.max_tx_pps)
-        tx = intended if tx_rate == load_pps else int(round(tx_rate * duration_s))
+        stream_pps = load_pps if load_pps > 0 else LATENCY_STREAM_PPS
+        intended = int(round(stream_pps * duration_s))
+        tx_rate = stream_pps if p.max_tx_pps is None else min(stream_pps, p.max_tx_pps)
+        tx = intended if tx_rate == stream_pps else int(round(tx_rate * duration_s))
         offered = tx / duration_s
         if self.model == "realistic":
             q = 1.0 - self.throughput_pps(offered, c) / offered if offered > 0 else 0.0
@@ -201,7 +210,7 @@ class SimDevice:
         frame_l2 = p.frame_size - 4
         stream = StreamResult(
             stream_id=0, tx_port="sim0", rx_port="sim1",
-            intended_pps=float(load_pps), intended_packets=intended,
+            intended_pps=float(stream_pps), intended_packets=intended,
             tx_packets=tx, tx_bytes=tx * frame_l2, rx_packets=rx, rx_bytes=rx * frame_l2,
             achieved_tx_pps=offered,
             tx_limited=intended > 0 and tx < intended * 0.995,
@@ -215,7 +224,8 @@ class SimDevice:
             intended_load_pps=float(load_pps), duration_s=float(duration_s), streams=[stream],
             backend="sim",
             raw={"sim": {"model": self.model, "seed": p.seed, "trial_index": index,
-                         "capacity_pps": c, "reason": reason}},
+                         "capacity_pps": c,
+                         "reason": intent.reason if intent is not None else ""}},
             warnings=warnings,
         )
 

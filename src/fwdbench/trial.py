@@ -76,10 +76,17 @@ class TrialResult:
         return sum(s.lost for s in self.streams)
 
     @property
+    def sent_nothing(self) -> bool:
+        """The trial was to send no packet, or sent none: it measured nothing."""
+        return self.intended_packets <= 0 or self.tx_packets <= 0
+
+    @property
     def loss_ratio(self) -> float:
-        """PLR = (tx_intended - rx) / tx_intended over all streams."""
+        """PLR = (tx_intended - rx) / tx_intended over all streams. A trial that
+        was to send nothing measured nothing: it counts as total loss (1.0), so
+        no search takes it for a pass."""
         n = self.intended_packets
-        return self.lost / n if n else 0.0
+        return min(self.lost / n, 1.0) if n > 0 else 1.0
 
     @property
     def delivery_ratio(self) -> float:

@@ -1,6 +1,6 @@
 """The one trial routine every testbed shares.
 
-``execute(load_pps, duration_s, key, latency)`` for a scenario: read the
+``execute(duration_s, load_pps, key, latency)`` for a scenario: read the
 DUT driver's counters, start the meters, let the generator run the trial,
 stop the meters, read the counters again, and return the ``TrialResult``
 with the counter deltas and the meter readings. A testbed only supplies
@@ -16,7 +16,8 @@ from .trial import TrialResult
 from .traffic.base import Generator, TrialRequest
 
 Execute = Callable[[float, float, int, bool], TrialResult]
-"""execute(load_pps [pps], duration_s [s], key, latency) -> TrialResult; ``key`` is a
+"""execute(duration_s [s], load_pps [pps], key, latency) -> TrialResult (duration first,
+as ``measure``); ``key`` is a
 stable index of the trial within its scenario (the same on a resumed run);
 ``latency`` asks for the low-rate latency stream beside the load."""
 
@@ -55,7 +56,7 @@ def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict
     EnergySession, or None), ``peer_macs`` from the driver."""
     sc = scenario
 
-    def execute(load_pps: float, duration_s: float, key: int,
+    def execute(duration_s: float, load_pps: float, key: int,
                 latency: bool = False) -> TrialResult:
         # A latency trial at 0 % of the PDR has no background load: the stream
         # itself runs at the latency rate and is the latency stream.

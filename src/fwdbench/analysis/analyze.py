@@ -26,7 +26,8 @@ class ExperimentAnalysis:
         a = self.assessment
         return {"file": self.source, "pdr_0p5_pps": a.pdr_pps,
                 "saturation_load_pps": a.saturation_load_pps, "verdict": a.verdict,
-                "rule": a.rule, "max_norm_uncertainty": self.max_norm_uncertainty}
+                "reason": a.reason, "rule": a.rule,
+                "max_norm_uncertainty": self.max_norm_uncertainty}
 
 
 def analyze_experiment(exp: Experiment, rule: str = "paper") -> ExperimentAnalysis:

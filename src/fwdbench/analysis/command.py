@@ -4,8 +4,8 @@ Reads PASTRAMI measurement files and CSV (load,repetition,tx,rx), one
 experiment per file, and prints a table (file, PDR@0.5% [pps], saturation
 load [pps], verdict, worst normalised uncertainty of the mean PLR), or with
 ``as_json`` one JSON object per experiment per line with the keys file,
-pdr_0p5_pps, saturation_load_pps, verdict (GOOD, BAD or NO_SATURATION),
-rule and max_norm_uncertainty (plus ``figure`` when one was written).
+pdr_0p5_pps, saturation_load_pps, verdict (GOOD or BAD), reason (null, or
+"no saturation in the measured range"), rule and max_norm_uncertainty (plus ``figure`` when one was written).
 
 Figures (one SVG per experiment, PASTRAMI style) are written only when
 ``out_dir`` is given, as ``out_dir/<file stem>.svg``; without it nothing is
@@ -19,14 +19,13 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from fwdbench.analysis.analyze import ExperimentAnalysis, analyze_experiment
 from fwdbench.analysis.external import InputFormatError, read_experiment
 from fwdbench.analysis.pastrami import RULES
+from fwdbench.text import clip_lines, console, shown
 
 MAX_FLAGS_SHOWN = 5
 
@@ -55,9 +54,9 @@ def _figure_path(out_dir: Path, source: str, used: set[Path]) -> Path:
 def analyze_cmd(files: list[Path], rule: str = "paper", as_json: bool = False,
                 out_dir: Path | None = None) -> int:
     """Analyse each file; print a table or JSON lines; return the exit code."""
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = console(stderr=True, soft_wrap=True)
     if rule not in RULES:
-        err.print(f"fwdbench analyze: error: rule {rule!r} is not one of {', '.join(RULES)}")
+        err.print(f"fwdbench analyze: error: rule {shown(rule)} is not one of {', '.join(RULES)}")
         return 2
     if not files:
         err.print("fwdbench analyze: error: no files given; pass PASTRAMI measurement "
@@ -70,22 +69,21 @@ def analyze_cmd(files: list[Path], rule: str = "paper", as_json: bool = False,
         try:
             experiments = read_experiment(f)   # a Path, or a store URL (str)
         except InputFormatError as e:
-            err.print(f"fwdbench analyze: error: {e}", markup=False)
+            err.print(f"fwdbench analyze: error: {clip_lines(e)}")
             failed += 1
             continue
         for exp in experiments:
             an = analyze_experiment(exp, rule)
             for w in an.warnings:
-                err.print(f"warning: {w}", markup=False)
+                err.print(f"warning: {w}")
             for flag in an.flags[:MAX_FLAGS_SHOWN]:
-                err.print(f"flag: {flag}", markup=False)
+                err.print(f"flag: {flag}")
             if len(an.flags) > MAX_FLAGS_SHOWN:
                 err.print(f"flag: {exp.source}: {len(an.flags) - MAX_FLAGS_SHOWN} more rows "
-                          "with rx > tx", markup=False)
+                          "with rx > tx")
             if an.curve.repetitions < 2:
                 err.print(f"note: {exp.source}: fewer than 2 repetitions at some loads: no "
-                          "confidence interval there (run more repetitions for an error bar)",
-                          markup=False)
+                          "confidence interval there (run more repetitions for an error bar)")
             fig = None
             if out_dir is not None:
                 from fwdbench.analysis.figures import plot_curve   # matplotlib only when needed
@@ -101,23 +99,23 @@ def analyze_cmd(files: list[Path], rule: str = "paper", as_json: bool = False,
             sys.stdout.write(json.dumps(d) + "\n")
         sys.stdout.flush()
     elif results:
-        table = Table(title=escape(f"PASTRAMI analysis (rule: {rule})"))
+        table = Table(title=f"PASTRAMI analysis (rule: {rule})")
         table.add_column("file", overflow="fold")
-        table.add_column(escape("PDR@0.5% [pps]"), justify="right")
-        table.add_column(escape("saturation load [pps]"), justify="right")
+        table.add_column("PDR@0.5% [pps]", justify="right")
+        table.add_column("saturation load [pps]", justify="right")
         table.add_column("verdict")
         table.add_column("worst norm. uncertainty", justify="right")
         for an, _ in results:
             a = an.assessment
             table.add_row(Text(an.source), _fmt_pps(a.pdr_pps), _fmt_pps(a.saturation_load_pps),
                           Text(a.label), Text(_fmt_nu(an.max_norm_uncertainty)))
-        out = Console(highlight=False)
+        out = console()
         if not out.is_terminal:
-            out = Console(highlight=False, width=200)   # pipes and files: do not wrap columns
+            out = console(width=200)   # pipes and files: do not wrap columns
         out.print(table)
         if out_dir is not None:
-            out.print(f"figures written to {out_dir}", markup=False)
+            out.print(f"figures written to {out_dir}")
         else:
             out.print("no figures written (give an output directory to write one SVG "
-                      "per experiment)", markup=False)
+                      "per experiment)")
     return 2 if failed else 0

@@ -28,10 +28,13 @@ import numpy as np
 
 from fwdbench.analysis.pastrami import LoadLossCurve
 from fwdbench.errors import FwdbenchError
+from fwdbench.text import shown
 from fwdbench.trial import TrialResult
 
 CSV_COLUMNS = ("load", "repetition", "tx", "rx")
 STORE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+MAX_COUNT = 2**63 - 1          # packet counts: 64-bit, as every generator keeps them
+MAX_LOAD_PPS = 1e12            # [pps] far above any link (10 Tbit/s of 64 B frames: 1.5e10)
 
 
 class InputFormatError(FwdbenchError):
@@ -97,20 +100,47 @@ def _finalize(source: str, rows: list[tuple[float, int, int, int]],
 
 def _int_count(v: object, source: str, line: int, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise InputFormatError(f"{source}:{line}: expected {what} as a number, got {v!r}")
+        raise InputFormatError(f"{source}:{line}: expected {what} as a number, got {shown(v)}")
     if isinstance(v, float) and (not math.isfinite(v) or v != int(v)):
-        raise InputFormatError(f"{source}:{line}: expected {what} as a whole number, got {v!r}")
+        raise InputFormatError(f"{source}:{line}: expected {what} as a whole number, "
+                               f"got {shown(v)}")
     if v < 0:
-        raise InputFormatError(f"{source}:{line}: expected {what} >= 0, got {v!r}")
+        raise InputFormatError(f"{source}:{line}: expected {what} >= 0, got {shown(v)}")
+    if v > MAX_COUNT:
+        raise InputFormatError(f"{source}:{line}: {what} {shown(v)} is beyond 2^63-1, the "
+                               "largest 64-bit packet count; check the file")
     return int(v)
 
 
 def _load(v: object, source: str, line: int) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(float(v)):
-        raise InputFormatError(f"{source}:{line}: expected the offered load [pps] as a number, got {v!r}")
-    if v <= 0:
-        raise InputFormatError(f"{source}:{line}: expected a positive offered load [pps], got {v!r}")
-    return float(v)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputFormatError(f"{source}:{line}: expected the offered load [pps] as a number, "
+                               f"got {shown(v)}")
+    try:
+        x = float(v)
+    except OverflowError:           # an integer beyond the float range
+        x = math.inf
+    if not math.isfinite(x):
+        raise InputFormatError(f"{source}:{line}: expected the offered load [pps] as a finite "
+                               f"number, got {shown(v)}")
+    if x <= 0:
+        raise InputFormatError(f"{source}:{line}: expected a positive offered load [pps], "
+                               f"got {shown(v)}")
+    if x > MAX_LOAD_PPS:
+        raise InputFormatError(f"{source}:{line}: offered load {shown(v)} pps is above "
+                               f"{MAX_LOAD_PPS:g} pps, faster than any link; check the file")
+    return x
+
+
+def _csv_number(text: str) -> int | float:
+    """A CSV field as a number: an integer exactly (counts beyond 2^53 keep every
+    digit), else a float. ValueError when it is neither."""
+    t = text.strip()
+    if t.lstrip("+-").isdigit():
+        if len(t) > 40:             # no count or load needs 40 digits; int() of 5000 would fail
+            return math.inf
+        return int(t)
+    return float(t)
 
 
 def read_pastrami(path: Path | str) -> Experiment:
@@ -135,20 +165,28 @@ def read_pastrami(path: Path | str) -> Experiment:
             raise InputFormatError(
                 f"{source}:{lineno}: not valid JSON ({e.msg} at column {e.colno}); "
                 f"expected {expect}") from None
+        except RecursionError:
+            raise InputFormatError(
+                f"{source}:{lineno}: JSON nested too deeply; expected {expect}") from None
+        except ValueError:          # an integer of more than 4300 digits
+            raise InputFormatError(
+                f"{source}:{lineno}: a number has more than 4300 digits; expected {expect}") \
+                from None
         if not isinstance(item, list) or len(item) < 2:
             raise InputFormatError(
                 f"{source}:{lineno}: expected a JSON array {expect} with at least one run, "
-                f"got {s[:60]!r}")
+                f"got {shown(s)}")
         head = item[0]
         if not isinstance(head, list) or len(head) < 1:
             raise InputFormatError(
                 f"{source}:{lineno}: expected the first element to be [rate_pps, rx_discards_at_start], "
-                f"got {head!r}")
+                f"got {shown(head)}")
         load = _load(head[0], source, lineno)
         for k, run in enumerate(item[1:], start=1):
             if not isinstance(run, list) or len(run) < 2:
                 raise InputFormatError(
-                    f"{source}:{lineno}: expected run {k} as [tx, rx, rx_discards], got {run!r}")
+                    f"{source}:{lineno}: expected run {k} as [tx, rx, rx_discards], "
+                    f"got {shown(run)}")
             tx = _int_count(run[0], source, lineno, f"run {k} tx")
             rx = _int_count(run[1], source, lineno, f"run {k} rx")
             if tx == 0:
@@ -181,7 +219,7 @@ def read_csv(path: Path | str) -> Experiment:
         if missing:
             raise InputFormatError(
                 f"{source}:1: expected a header with columns {','.join(CSV_COLUMNS)}; "
-                f"missing {','.join(missing)} (got {','.join(header)!r})")
+                f"missing {','.join(missing)} (got {shown(','.join(header))})")
         idx = {c: names.index(c) for c in CSV_COLUMNS}
         seen: set[tuple[float, str]] = set()
         try:
@@ -197,10 +235,15 @@ def read_csv(path: Path | str) -> Experiment:
                 for c in ("load", "tx", "rx"):
                     f = rec[idx[c]].strip()
                     try:
-                        vals[c] = float(f)
+                        vals[c] = _csv_number(f)
                     except ValueError:
                         raise InputFormatError(
-                            f"{source}:{lineno}: expected column {c} as a number, got {f!r}") from None
+                            f"{source}:{lineno}: expected column {c} as a number, "
+                            f"got {shown(f)}") from None
+                    if vals[c] == math.inf and f.strip().lstrip("+-").isdigit():
+                        raise InputFormatError(
+                            f"{source}:{lineno}: column {c} has {len(f.strip())} digits; "
+                            f"expected a count or load of at most 64 bits") from None
                 load = _load(vals["load"], source, lineno)
                 tx = _int_count(vals["tx"], source, lineno, "tx")
                 rx = _int_count(vals["rx"], source, lineno, "rx")
@@ -209,7 +252,7 @@ def read_csv(path: Path | str) -> Experiment:
                 rep = rec[idx["repetition"]].strip()
                 if (load, rep) in seen:
                     warnings.append(f"{source}:{lineno}: load {_fmt_num(load)} pps repetition "
-                                    f"{rep!r} appears twice; both rows kept")
+                                    f"{shown(rep)} appears twice; both rows kept")
                 seen.add((load, rep))
                 rows.append((load, tx, rx, lineno))
         except csv.Error as e:
@@ -226,16 +269,12 @@ def read_store(path: Path | str) -> list[Experiment]:
     from fwdbench.store import StoreError, is_store_url, open_store
 
     url = is_store_url(path)
-    if not url and not Path(path).is_file():
-        raise InputFormatError(f"{path}: cannot read: no such results file")
     try:
         store = open_store(path, read_only=True)
-    except StoreError as e:
-        if url:          # the message names the URL (password masked) and the fix
-            raise InputFormatError(str(e)) from None
-        raise InputFormatError(f"{path}: not a fwdbench results file ({e})") from None
-    except Exception as e:   # sqlite3.DatabaseError: not a database
-        raise InputFormatError(f"{path}: not a fwdbench results file ({e})") from None
+    except StoreError as e:     # names the file (or the URL, password masked) and the fix
+        raise InputFormatError(str(e)) from None
+    except Exception as e:      # sqlite3.DatabaseError: damaged
+        raise InputFormatError(f"{path}: not a readable fwdbench results store ({e})") from None
     if url:
         path = store.label   # never the URL (it may carry a password)
     try:

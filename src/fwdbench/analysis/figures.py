@@ -3,7 +3,7 @@
 Top: mean PLR on a log axis (bottom 2e-7; zero loss drawn at the 1e-6
 floor) with the 95 % confidence band and each repetition as a faint dot, a
 line at 0.5 %, markers at PDR@0.5% and at the saturation load, and the
-verdict (GOOD / BAD / no saturation observed) written on the plot. Bottom:
+verdict (GOOD / BAD, with "no saturation in the measured range" where that is why) written on the plot. Bottom:
 mean delivery ratio on a linear axis with a line at 99.5 %.
 Colours are the Okabe-Ito colour-blind-safe palette; the verdict is text,
 never colour alone.
@@ -24,8 +24,7 @@ from fwdbench.analysis.pastrami import PDR_LOSS_RATIO, PLR_LOG_FLOOR, Assessment
 PLR_AXIS_BOTTOM = 2e-7
 OKABE_ITO = {"blue": "#0072B2", "orange": "#E69F00", "vermillion": "#D55E00",
              "sky": "#56B4E9", "green": "#009E73", "grey": "#999999", "black": "#000000"}
-VERDICT_COLOUR = {"GOOD": OKABE_ITO["blue"], "BAD": OKABE_ITO["vermillion"],
-                  "NO_SATURATION": OKABE_ITO["grey"]}
+VERDICT_COLOUR = {"GOOD": OKABE_ITO["blue"], "BAD": OKABE_ITO["vermillion"]}
 
 
 def _load_scale(max_load: float) -> tuple[float, str]:

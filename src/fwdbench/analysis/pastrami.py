@@ -2,8 +2,9 @@
 
 Implements methodology.md, "PASTRAMI: is PDR@0.5% representative here?":
 
-1. past_PDR = first index whose mean PLR > 0.005. None, or the last index:
-   no saturation observed (labelled so; never GOOD).
+1. past_PDR = first index whose mean PLR > 0.005. None, or the last index
+   (the PDR is at or next to the highest load measured): no saturation in the
+   measured range, which is BAD under both rules (below).
 2. potential saturation index p = past_PDR + 1.
 3. TIR[i+1] = (O[i+1](1-PLR[i+1]) - O[i](1-PLR[i])) / (O[i+1] - O[i]) for
    i >= past_PDR: the share of the added load that became throughput.
@@ -19,6 +20,17 @@ notebook, where the entry test is never applied (an operator-precedence
 slip): the walk enters saturation at any index it tests for entry,
 whatever the TIR. That labels more curves GOOD (a curve whose TIR at p is
 0.3 or more but stays below 0.1 afterwards is GOOD there, BAD here).
+
+No saturation in the measured range. The authors' code labels such a curve
+BAD EXPERIMENT (its plot draws no saturation step and the GOOD/BAD flag is
+false), so ``published-code`` says BAD. The paper's text has two labels: "the
+experiment is deemed good if the saturation behavior starts at the potential
+point and remains consistent thereafter" (section V-C); a curve whose loss
+never saturates within the loads measured shows no such start, so it is not
+good, which in the paper's two-way classification is BAD. ``paper`` follows
+that too. Both give the reason "no saturation in the measured range"
+(:data:`NO_SATURATION_REASON`, ``saturation_observed`` False) so the remedy,
+extending the loads, is not lost (docs/analysis.md).
 """
 from __future__ import annotations
 
@@ -36,8 +48,8 @@ ENTRY_FACTOR = 3.0            # enter saturation when TIR < ENTRY_FACTOR * TIR_T
 PLR_LOG_FLOOR = 1e-6          # floor for log plots only
 RULES = ("paper", "published-code")
 
-Verdict = Literal["GOOD", "BAD", "NO_SATURATION"]
-LABELS = {"GOOD": "GOOD", "BAD": "BAD", "NO_SATURATION": "no saturation observed"}
+Verdict = Literal["GOOD", "BAD"]
+NO_SATURATION_REASON = "no saturation in the measured range"
 
 
 @dataclass
@@ -95,13 +107,14 @@ class LoadLossCurve:
     @classmethod
     def from_counts(cls, loads_pps: Sequence[float], tx: Sequence[Sequence[int]],
                     rx: Sequence[Sequence[int]], name: str = "") -> "LoadLossCurve":
-        """PLR = (tx - rx) / tx per repetition (tx is the intended count)."""
+        """PLR = (tx - rx) / tx per repetition (tx is the intended count). A run that
+        was to send nothing measured nothing: it counts as total loss (PLR 1)."""
         runs = []
         for t, r in zip(tx, rx):
             t_a = np.asarray(t, dtype=float)
             r_a = np.asarray(r, dtype=float)
             with np.errstate(invalid="ignore", divide="ignore"):
-                runs.append(np.where(t_a > 0, (t_a - r_a) / t_a, 0.0))
+                runs.append(np.where(t_a > 0, (t_a - r_a) / t_a, 1.0))
         return cls(np.asarray(loads_pps, dtype=float), runs, name)
 
     @classmethod
@@ -126,13 +139,20 @@ class Assessment:
     saturation_load_pps: float | None  # O[actual] [pps]
     tir: np.ndarray                    # TIR per index; NaN where not defined (i <= past_PDR)
     explanation: str
+    saturation_observed: bool = True   # False: the loss never saturates in the loads measured
+
+    @property
+    def reason(self) -> str | None:
+        """Why a BAD curve is BAD in a few words, where one phrase says it."""
+        return None if self.saturation_observed else NO_SATURATION_REASON
 
     @property
     def label(self) -> str:
-        return LABELS[self.verdict]
+        return self.verdict if self.saturation_observed else f"{self.verdict} ({self.reason})"
 
     def to_dict(self) -> dict[str, object]:
         return {"verdict": self.verdict, "label": self.label, "rule": self.rule,
+                "reason": self.reason, "saturation_observed": self.saturation_observed,
                 "past_pdr_index": self.past_pdr_index, "potential_index": self.potential_index,
                 "actual_index": self.actual_index, "pdr_pps": self.pdr_pps,
                 "saturation_load_pps": self.saturation_load_pps,
@@ -164,16 +184,18 @@ def assess(loads_pps: Sequence[float], plr: Sequence[float], rule: str = "paper"
     nan = np.full(n, np.nan)
     over = np.nonzero(p > pdr_loss_ratio)[0]
     if over.size == 0:
-        return Assessment("NO_SATURATION", rule, None, None, None,
+        return Assessment("BAD", rule, None, None, None,
                           float(o[-1]) if n else None, None, nan,
-                          f"PLR never exceeds {pdr_loss_ratio:g}: PDR is at least the highest "
-                          "load tested and no saturation was observed; extend the loads")
+                          f"{NO_SATURATION_REASON}: PLR never exceeds {pdr_loss_ratio:g}, so "
+                          "PDR is at least the highest load tested; extend the loads",
+                          saturation_observed=False)
     past = int(over[0])
     pdr = float(o[past - 1]) if past >= 1 else None
     if past == n - 1:
-        return Assessment("NO_SATURATION", rule, past, None, None, pdr, None, nan,
-                          f"PLR exceeds {pdr_loss_ratio:g} only at the highest load tested: "
-                          "no saturation observed; extend the loads")
+        return Assessment("BAD", rule, past, None, None, pdr, None, nan,
+                          f"{NO_SATURATION_REASON}: PLR exceeds {pdr_loss_ratio:g} only at the "
+                          "highest load tested (PDR next to it); extend the loads",
+                          saturation_observed=False)
     pot = past + 1
     t_all = tir(o, p)
     t = np.full(n, np.nan)

@@ -100,12 +100,13 @@ def _freq_line() -> str:
 
 def meters_cmd(settings: EnergySettings | None = None) -> int:
     """Print a table of the meters on this host. Returns the exit status (0)."""
-    from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
+
+    from ..text import console as make_console
 
     statuses = probe(settings)
-    console = Console(no_color=not sys.stdout.isatty(), highlight=False)
+    console = make_console(no_color=not sys.stdout.isatty())
     table = Table(title="Energy meters on this host", show_lines=True)
     table.add_column("meter", style="bold")
     table.add_column("available")
@@ -115,18 +116,19 @@ def meters_cmd(settings: EnergySettings | None = None) -> int:
         kind = "measured" if s.measured else "modelled"
         if not s.used_by_fwdbench:
             kind = "info only"
-        table.add_row(s.name, "[green]yes[/]" if s.available else "[red]no[/]", kind,
-                      escape(s.reason))
+        table.add_row(s.name, Text("yes", "green") if s.available else Text("no", "red"), kind,
+                      s.reason)
     console.print(table)
     primary = next((s for s in statuses if s.available and s.used_by_fwdbench
                     and s.measured), None)
     if primary:
-        console.print(f"energy figures will be [bold]measured[/] by {primary.name} "
-                      f"(meters = 'auto')")
+        console.print(Text.assemble("energy figures will be ", ("measured", "bold"),
+                                    f" by {primary.name} (meters = 'auto')"))
     else:
-        console.print("energy figures will be [bold]modelled[/] (cpu-model): no measuring meter "
-                      "on this host; reports label them 'modelled'. Attach a meter with "
-                      "\\[energy.command] or run on hardware with RAPL or a BMC to measure.")
+        console.print(Text.assemble(
+            "energy figures will be ", ("modelled", "bold"), " (cpu-model): no measuring meter "
+            "on this host; reports label them 'modelled'. Attach a meter with "
+            "[energy.command] or run on hardware with RAPL or a BMC to measure."))
     vm = virtualised()
     if vm:
         console.print(f"host: {vm}")

@@ -11,16 +11,13 @@ from typing import Sequence
 from ..analysis.compare import compare as _compare
 from ..analysis.pastrami import assess as _assess
 
-VERDICT_TEXT = {"GOOD": "GOOD", "BAD": "BAD", "NO_SATURATION": "NO SATURATION"}
-
-
 def pastrami_verdict(loads: Sequence[float], plr: Sequence[float]):
     """PASTRAMI verdict (the paper's rule) of a curve: ascending loads, mean PLR per load."""
-    from .model import Pastrami
+    from .types import Pastrami
 
     a = _assess(list(loads), list(plr), rule="paper")
     tir = [None if (x is None or math.isnan(x)) else float(x) for x in a.tir]
-    return Pastrami(VERDICT_TEXT.get(a.verdict, str(a.verdict)), a.explanation,
+    return Pastrami(a.verdict, a.explanation,
                     a.past_pdr_index, a.potential_index, a.actual_index, tir)
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import FwdbenchError
 from ..store import store_target
+from ..text import clip_lines
 from .compare import compare_models, ratio_figure
 from .export import export_all
 from .figures import FigureWriter, build_figures
@@ -74,13 +75,13 @@ def interrupted_note(db, out) -> str:
 
 
 def report_cmd(db: Path, out: Path) -> int:
-    """CLI body of `fwdbench report DB -o OUT`: 0 on success, 1 on a user
+    """CLI body of `fwdbench report DB -o OUT`: 0 on success, 2 on a user
     error, 130 on Ctrl-C."""
     try:
         path = build_report(db, out)
     except FwdbenchError as e:
-        print(f"fwdbench report: {e}", file=sys.stderr)
-        return 1
+        print(f"fwdbench report: {clip_lines(e)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(interrupted_note(db, out), file=sys.stderr)
         return 130
@@ -89,11 +90,11 @@ def report_cmd(db: Path, out: Path) -> int:
 
 
 def compare_cmd(a: Path, b: Path, out: Path) -> int:
-    """CLI body of `fwdbench compare A B -o OUT`: 0 on success, 1 on a user error."""
+    """CLI body of `fwdbench compare A B -o OUT`: 0 on success, 2 on a user error."""
     try:
         path = build_comparison(a, b, out)
     except FwdbenchError as e:
-        print(f"fwdbench compare: {e}", file=sys.stderr)
-        return 1
+        print(f"fwdbench compare: {clip_lines(e)}", file=sys.stderr)
+        return 2
     print(f"comparison: {path}")
     return 0

@@ -15,14 +15,14 @@ import numpy as np
 
 from . import analysis_bridge as ab
 from .figures import RC, Figure, FigureWriter, tex_safe
-from .model import ReportModel, goal_label, goal_sort_key
+from .model import LossGoal, ReportModel, goal_label
 from .numbers import interval_text
 
 
 @dataclass
 class CompareRow:
     scenario: str
-    goal: str
+    goal: LossGoal
     a: float | None
     b: float | None
     ratio: float | None
@@ -58,7 +58,7 @@ def compare_models(a: ReportModel, b: ReportModel, *, a_link: str,
         other = sa.get(s.name)
         if other is None:
             continue
-        for goal in sorted(set(s.goals) & set(other.goals), key=goal_sort_key):
+        for goal in sorted(set(s.goals) & set(other.goals)):
             ea, eb = other.goals[goal].estimate, s.goals[goal].estimate
             if not ea.values or not eb.values:
                 continue
@@ -95,7 +95,7 @@ def ratio_figure(c: Comparison, w: FigureWriter) -> Figure | None:
         y = np.arange(len(rows))[::-1]
         right = AXIS_SPAN * max(max(r.ratio for r in rows), 1.0)
         for yi, r in zip(y, rows):
-            marker = "o" if r.goal == "ndr" else "s"
+            marker = "o" if r.goal.is_ndr else "s"
             face = "black" if r.significant else "white"
             bounded = r.ratio_low is not None and r.ratio_high is not None
             lo = max(r.ratio_low, 0.0) if bounded else 0.0

@@ -14,14 +14,16 @@ from .model import ReportModel, goal_label
 
 TRIAL_COLUMNS = (
     "trial_id", "scenario_id", "scenario", "dut", "dut_type", "frame_size", "repetition", "seq",
-    "kind", "reason", "intended_load_pps", "duration_s", "streams", "intended_packets",
+    "kind", "step", "goal_loss_ratio", "latency_fraction", "latency_reference", "reason",
+    "intended_load_pps", "duration_s", "streams", "intended_packets",
     "tx_packets", "tx_bytes", "rx_packets", "rx_bytes", "lost", "loss_ratio", "delivery_ratio",
     "forwarding_rate_pps", "achieved_tx_pps", "generator_limited", "reordered", "duplicated",
     "lat_min_ns", "lat_mean_ns", "lat_p50_ns", "lat_p90_ns", "lat_p99_ns", "lat_p999_ns",
     "lat_max_ns", "jitter_ns", "dut_cpu_util", "softirq_share", "steal", "cycles_per_packet",
     "cycles_estimated", "joules", "mean_watts", "packets_per_joule", "joules_per_mpkt",
     "energy_source", "energy_measured", "energy_scope", "baseline_subtracted", "warnings")
-RESULT_COLUMNS = ("scenario_id", "scenario", "dut", "repetition", "goal", "value_pps", "detail")
+RESULT_COLUMNS = ("scenario_id", "scenario", "dut", "repetition", "goal", "loss_ratio",
+                  "value_pps", "detail")
 SUMMARY_COLUMNS = ("scenario_id", "scenario", "dut", "goal", "goal_label", "source", "n",
                    "missing", "mean_pps", "std_pps", "ci95_low_pps", "ci95_high_pps",
                    "normalised_uncertainty", "pastrami_verdict")
@@ -53,7 +55,7 @@ def summary_rows(m: ReportModel) -> list[dict[str, Any]]:
         for g, r in s.goals.items():
             e = r.estimate
             rows.append({
-                "scenario_id": s.id, "scenario": s.name, "dut": s.dut_name, "goal": g,
+                "scenario_id": s.id, "scenario": s.name, "dut": s.dut_name, "goal": g.key,
                 "goal_label": goal_label(g), "source": r.source, "n": e.n, "missing": e.missing,
                 "mean_pps": e.mean, "std_pps": e.std, "ci95_low_pps": e.low,
                 "ci95_high_pps": e.high, "normalised_uncertainty": e.normalised_uncertainty,
@@ -77,6 +79,7 @@ def write_parquet(path: Path, m: ReportModel) -> Path | None:
         "cycles_estimated": pa.bool_(), "energy_measured": pa.bool_(),
         "scenario": pa.string(), "dut": pa.string(), "dut_type": pa.string(),
         "frame_size": pa.string(), "kind": pa.string(), "reason": pa.string(),
+        "step": pa.string(), "latency_reference": pa.string(),
         "energy_source": pa.string(), "warnings": pa.string(),
         "energy_scope": pa.string(), "baseline_subtracted": pa.bool_(),
     }

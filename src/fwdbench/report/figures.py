@@ -27,7 +27,7 @@ from markupsafe import Markup, escape  # noqa: E402
 from matplotlib.ticker import (FixedLocator, FuncFormatter, NullFormatter,  # noqa: E402
                                NullLocator)
 
-from .model import (PDR_GOAL, Group, ReportModel, ScenarioReport,  # noqa: E402
+from .model import (NDR_GOAL, PDR_GOAL, Group, ReportModel, ScenarioReport,  # noqa: E402
                     goal_label)
 from .numbers import l1_bps, l2_bps  # noqa: E402
 
@@ -205,7 +205,7 @@ def _basis(flags: set) -> str:
 # -- figures ------------------------------------------------------------------------
 
 def goal_bars(m: ReportModel, st: DutStyle, w: FigureWriter) -> Figure | None:
-    goals = [g for g in m.goals if g == "ndr" or g.startswith("pdr@")]
+    goals = list(m.goals)
     groups = [g for g in m.groups if any(s.goals for s in g.scenarios)]
     if not goals or not groups:
         return None
@@ -257,7 +257,7 @@ def goal_bars(m: ReportModel, st: DutStyle, w: FigureWriter) -> Figure | None:
 
 
 def frame_size_lines(m: ReportModel, st: DutStyle, w: FigureWriter) -> Figure | None:
-    goal = PDR_GOAL if PDR_GOAL in m.goals else ("ndr" if "ndr" in m.goals else None)
+    goal = PDR_GOAL if PDR_GOAL in m.goals else (NDR_GOAL if NDR_GOAL in m.goals else None)
     if goal is None:
         return None
     sizes = m.frame_sizes

@@ -19,7 +19,7 @@ from .. import __version__
 from . import numbers as nb
 from .compare import ratio_ci_text
 from .figures import FigureSet
-from .model import PDR_GOAL, ReportModel, goal_label
+from .model import NDR_GOAL, PDR_GOAL, ReportModel, goal_label
 
 SECTIONS = (
     ("summary", "Summary"),
@@ -98,12 +98,7 @@ def render(m: ReportModel, figs: FigureSet, *, data_files: list[dict[str, str]],
            compare: dict[str, Any] | None = None) -> str:
     env = environment()
     tpl = env.get_template("index.html.j2")
-    table_goals = [g for g in m.goals if g == "ndr" or g.startswith("pdr@")]
-    if "ndr" not in table_goals:
-        table_goals.insert(0, "ndr")
-    if PDR_GOAL not in table_goals:
-        table_goals.append(PDR_GOAL)
-    table_goals = sorted(set(table_goals), key=lambda g: (g != "ndr", g))
+    table_goals = sorted(set(m.goals) | {NDR_GOAL, PDR_GOAL})     # NDR first, by loss ratio
     energy_flags = {r.thesis.energy_measured for r in m.scenarios
                     if r.thesis and r.thesis.energy_j is not None}
     return tpl.render(

@@ -97,6 +97,7 @@ def build_sample_store(path: Path | str, *, duts: tuple[SampleDut, ...] = DEFAUL
     from 10 % to 150 % of its capacity; the DUT named ``binary_dut`` (if any)
     runs an RFC 2544 binary search with CSIT latency trials instead.
     """
+    from ..intent import TrialIntent
     from ..runner import goals_for_store
     from ..search import run_search
     from ..search.settings import BinarySettings, LatencySettings, SweepSettings
@@ -169,10 +170,10 @@ def build_sample_store(path: Path | str, *, duts: tuple[SampleDut, ...] = DEFAUL
             device = SimDevice(d.model, cap, seed=seed * 1000 + idx, frame_size=fs,
                                **d.params)
 
-            def run(rep: int, seq: int, kind: str, reason: str, load: float,
-                    dur: float) -> TrialResult:
-                tid = store.begin_trial(sid, rep, seq, kind, reason, load, dur)
-                r = device.measure(dur, load, reason)
+            def run(rep: int, seq: int, intent: TrialIntent, dur: float,
+                    load: float) -> TrialResult:
+                tid = store.begin_trial(sid, rep, seq, intent, dur, load)
+                r = device.measure(dur, load, intent)
                 streams = []
                 for st in r.streams:
                     lat = st.latency
@@ -184,14 +185,14 @@ def build_sample_store(path: Path | str, *, duts: tuple[SampleDut, ...] = DEFAUL
                 store.finish_trial(tid, r)
                 return r
 
-            run(-1, -1, "warmup", "warm-up trial after DUT setup (CSIT)",
-                0.5 * cap, max(0.5, trial_duration_s))
+            run(-1, -1, TrialIntent.warmup("warm-up trial after DUT setup (CSIT)"),
+                max(0.5, trial_duration_s), 0.5 * cap)
             for rep in range(repetitions):
                 seq = iter(range(1 << 30))
 
-                def measure(duration_s: float, load_pps: float, reason: str = "",
+                def measure(duration_s: float, load_pps: float, intent: TrialIntent,
                             _rep: int = rep, _seq=seq) -> TrialResult:
-                    return run(_rep, next(_seq), "search", reason, load_pps, duration_s)
+                    return run(_rep, next(_seq), intent, duration_s, load_pps)
 
                 result = run_search(settings, measure, max_pps)
                 store.save_results(sid, rep, goals_for_store(result))

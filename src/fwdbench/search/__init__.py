@@ -8,8 +8,9 @@ One entry point, :func:`run_search`, for every strategy:
 - ``latency``: loads at fractions of a PDR (:mod:`.latency`)
 
 Searches never touch packets: they call ``measure(duration_s, load_pps,
-reason) -> TrialResult`` and are deterministic functions of the results it
-returns, so a resumed campaign can replay stored trials through them.
+intent) -> TrialResult`` (:class:`fwdbench.intent.TrialIntent` says why) and
+are deterministic functions of the results it returns, so a resumed campaign
+can replay stored trials through them.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def run_search(settings: SweepSettings | BinarySettings | MlrSettings | LatencyS
                pdr_pps: float | None = None) -> SearchResult:
     """Run one search.
 
-    ``measure(duration_s [s], load_pps [pps], reason) -> TrialResult`` runs and
+    ``measure(duration_s [s], load_pps [pps], intent) -> TrialResult`` runs and
     persists one trial. ``max_load_pps`` is the line/generator maximum per
     stream [pps]; no trial goes above it. ``pdr_pps`` is a PDR found earlier
     [pps], used by sweeps given as ``pdr_fractions`` and by a standalone

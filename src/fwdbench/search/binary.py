@@ -19,14 +19,12 @@ Every decision depends only on the trial results, never on time.
 """
 from __future__ import annotations
 
+from fwdbench.goal import goal_label
+from fwdbench.intent import TrialIntent
 from fwdbench.search.result import GoalResult, SearchError, SearchResult, TrialLog
 from fwdbench.search.settings import BinarySettings
 
 _PROBE = 0.999   # probe this share of the goal width away, so the bracket lands inside it
-
-
-def _goal_name(x: float) -> str:
-    return "NDR" if x == 0.0 else f"PDR@{x * 100:g}%"
 
 
 def _fmt(load: float) -> str:
@@ -42,7 +40,7 @@ class _Bracket:
         self.s = settings
         self.max_load = max_load
         self.min_load = settings.min_load_pps
-        self.name = _goal_name(x)
+        self.name = goal_label(x)
         self.lo: float | None = None
         self.hi: float | None = None
         self.hi_plr: float | None = None
@@ -59,12 +57,12 @@ class _Bracket:
     def good(self, plr: float) -> bool:
         return plr <= self.x
 
-    def measure(self, load: float, why: str, duration: float | None = None) -> bool:
+    def measure(self, load: float, step: str, why: str, duration: float | None = None) -> bool:
         if self.trials >= self.s.max_trials:
             raise _TooMany()
         self.trials += 1
-        t = self.log.run(duration or self.s.trial_duration_s, load, f"binary {self.name}: {why}",
-                         kind="verification" if why.startswith("verification") else "search")
+        t = self.log.run(duration or self.s.trial_duration_s, load,
+                         TrialIntent.search(step, f"binary {self.name}: {why}", self.x))
         ok = self.good(t.loss_ratio)
         if ok:
             if self.lo is None or load > self.lo:
@@ -99,7 +97,7 @@ def _search_goal(b: _Bracket, result: SearchResult) -> GoalResult:
             if b.hi is None:
                 if b.lo is not None and b.lo >= b.max_load * (1 - 1e-12):
                     break                                   # max load passes
-                b.measure(b.max_load, "first trial at max load")
+                b.measure(b.max_load, "first", "first trial at max load")
                 continue
             if b.hi <= b.min_load * (1 + 1e-12):
                 break                                       # even min load fails
@@ -108,21 +106,21 @@ def _search_goal(b: _Bracket, result: SearchResult) -> GoalResult:
                 lo_eff = b.lo if b.lo is not None else b.min_load
                 cand = b.hi * (1.0 - b.hi_plr) / (1.0 - b.x)
                 if lo_eff < cand < b.hi and not b.narrow():
-                    ok = b.measure(cand, f"forwarding-rate hint from the failed trial at {_fmt(b.hi)}")
+                    ok = b.measure(cand, "hint", f"forwarding-rate hint from the failed trial at {_fmt(b.hi)}")
                     if ok:
                         probe = cand / (1.0 - _PROBE * s.relative_width)
                         if probe < b.hi:
-                            b.measure(probe, f"probe one goal width above the hint {_fmt(cand)}")
+                            b.measure(probe, "probe", f"probe one goal width above the hint {_fmt(cand)}")
                     else:
                         probe = cand * (1.0 - _PROBE * s.relative_width)
                         if b.lo is None or probe > b.lo:
-                            b.measure(max(probe, b.min_load),
+                            b.measure(max(probe, b.min_load), "probe",
                                       f"probe one goal width below the hint {_fmt(cand)}")
                     continue
             if b.narrow():
                 if b.lo is None:
                     # The bracket reached min load without a good trial: try min load itself.
-                    b.measure(b.min_load, "check min load")
+                    b.measure(b.min_load, "min-load", "check min load")
                     if b.lo is None:
                         break
                     continue
@@ -135,7 +133,7 @@ def _search_goal(b: _Bracket, result: SearchResult) -> GoalResult:
                             "trial duration or is noisy: try longer trials or the mlr search.")
                         break
                     verifications += 1
-                    ok = b.measure(b.lo, f"verification at {_fmt(b.lo)}",
+                    ok = b.measure(b.lo, "verification", f"verification at {_fmt(b.lo)}",
                                    duration=s.verify_duration_s or s.trial_duration_s)
                     if ok:
                         verified = True
@@ -145,7 +143,7 @@ def _search_goal(b: _Bracket, result: SearchResult) -> GoalResult:
                 break
             lo_eff = b.lo if b.lo is not None else b.min_load
             mid = (lo_eff + b.hi) / 2.0
-            b.measure(mid, f"bisect between {_fmt(lo_eff)} and {_fmt(b.hi)}")
+            b.measure(mid, "bisect", f"bisect between {_fmt(lo_eff)} and {_fmt(b.hi)}")
     except _TooMany:
         result.warnings.append(
             f"binary {b.name}: stopped after max_trials={s.max_trials} trials without reaching "

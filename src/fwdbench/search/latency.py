@@ -7,6 +7,7 @@ with no background load (``load_pps`` 0.0: the latency stream alone).
 """
 from __future__ import annotations
 
+from fwdbench.intent import TrialIntent
 from fwdbench.search.result import SearchError, SearchResult, TrialLog
 from fwdbench.search.settings import LatencySettings
 
@@ -34,7 +35,7 @@ def run_latency_trials(settings: LatencySettings, log: TrialLog, pdr_pps: float 
             why = f"latency at {fraction * 100:g}% of {source} {pdr:.0f} pps"
             if settings.repetitions > 1:
                 why += f" (repetition {rep + 1}/{settings.repetitions})"
-            log.run(settings.trial_duration_s, load, why, kind="latency")
+            log.run(settings.trial_duration_s, load, TrialIntent.latency(fraction, source, why))
 
 
 def run_latency(settings: LatencySettings, log: TrialLog, pdr_pps: float | None) -> SearchResult:

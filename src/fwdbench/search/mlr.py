@@ -26,6 +26,8 @@ import re
 
 from MLRsearch import AbstractMeasurer, Config, MeasurementResult, MultipleLossRatioSearch, SearchGoal
 
+from fwdbench.goal import goal_label
+from fwdbench.intent import TrialIntent
 from fwdbench.search.result import GoalResult, SearchError, SearchResult, TrialLog
 from fwdbench.search.settings import MlrSettings
 
@@ -36,25 +38,33 @@ _TARGET = re.compile(r"^Target lr=([^,]+),er=[^,]+,ds=([^:]+): (.*)$")
 
 
 def _goal_name(x: float) -> str:
-    return "NDR" if x == 0.0 else f"PDR@{x * 100:g}%"
+    return goal_label(x)
 
 
-def _explain(msg: str) -> str:
-    """Turn the library's last debug line before a trial into a reason."""
-    if msg.startswith("Warmup trial"):
-        return "mlr: warm-up at max load (result ignored)"
+def _explain(msg: str) -> TrialIntent:
+    """The library's last debug line before a trial, as the trial's intent. (The
+    library says which goal it targets only in these lines: its interface, read
+    as it is written; fwdbench's own intents are never text.)"""
     if msg.startswith("First trial at max rate"):
-        return "mlr: initial trial at max load"
+        return TrialIntent.search("initial", "mlr: initial trial at max load")
     if msg.startswith("Second trial"):
-        return "mlr: initial trial at the max-load trial's forwarding rate"
+        return TrialIntent.search(
+            "initial", "mlr: initial trial at the max-load trial's forwarding rate")
     if msg.startswith("Third trial"):
-        return "mlr: initial trial refining the second (its forwarding rate or one width above)"
+        return TrialIntent.search(
+            "initial",
+            "mlr: initial trial refining the second (its forwarding rate or one width above)")
     m = _TARGET.match(msg)
     if m:
         what = m.group(3).rsplit(":", 1)[0].strip().rstrip(".")
-        return (f"mlr {_goal_name(float(m.group(1)))} (target duration sum "
-                f"{float(m.group(2)):g} s): {what}")
-    return f"mlr: {msg}"
+        x = float(m.group(1))
+        return TrialIntent.search(
+            "target", f"mlr {_goal_name(x)} (target duration sum {float(m.group(2)):g} s): "
+                      f"{what}", x)
+    return TrialIntent.search("target", f"mlr: {msg}")
+
+
+WARMUP = TrialIntent.warmup("mlr: warm-up at max load (result ignored)")
 
 
 class _Measurer(AbstractMeasurer):
@@ -73,7 +83,7 @@ class _Measurer(AbstractMeasurer):
         elif not msg.startswith("Measured lr"):
             self.pending.append(msg)
 
-    def _reason(self) -> str:
+    def _intent(self) -> TrialIntent:
         """Every selector nominates (and logs) before the lowest load wins, so
         the reason is the latest message naming the load being measured."""
         il = self.measuring_int_load
@@ -100,13 +110,14 @@ class _Measurer(AbstractMeasurer):
         self.intended_s += intended_duration
         warmup = self.warmup_pending
         self.warmup_pending = False
-        reason = _explain("Warmup trial.") if warmup else self._reason()
+        intent = WARMUP if warmup else self._intent()
         if warmup:
             self.pending.clear()
-        trial = self.log.run(intended_duration, intended_load, reason, used=not warmup,
-                             kind="warmup" if warmup else "search")
+        trial = self.log.run(intended_duration, intended_load, intent)
         n = trial.intended_packets
         rx = min(trial.rx_packets, n)
+        if n <= 0:              # measured nothing: a total loss to the library too
+            n, rx = 1, 0
         # offered = intended and forwarded = rx, so the library's loss ratio is
         # exactly fwdbench's PLR = (tx_intended - rx) / tx_intended.
         return MeasurementResult(

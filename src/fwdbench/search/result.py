@@ -12,11 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from fwdbench.errors import FwdbenchError
+from fwdbench.goal import goal_label
+from fwdbench.intent import TrialIntent
 from fwdbench.trial import TrialResult
 
-Measure = Callable[[float, float, str], TrialResult]
-"""``measure(duration_s [s], load_pps [pps], reason) -> TrialResult``: runs one
-trial at one intended load per stream and persists it before returning."""
+Measure = Callable[[float, float, TrialIntent], TrialResult]
+"""``measure(duration_s [s], load_pps [pps], intent) -> TrialResult``: runs one
+trial at one intended load per stream and persists it before returning. The
+one measure callback of fwdbench (searches, runner, sim); duration first, as
+MLRsearch's ``measure(intended_duration, intended_load)`` and every execute."""
 
 
 class SearchError(FwdbenchError):
@@ -28,10 +32,20 @@ class SearchError(FwdbenchError):
 class SearchTrial:
     """One trial a search asked for, and why."""
     index: int                 # 0-based order within the search
-    reason: str                # e.g. "binary NDR: bisect between 500000 and 1000000 pps"
+    intent: TrialIntent        # why (kind, step, goal, latency fraction, reason)
     trial: TrialResult
-    used: bool = True          # False for trials whose result is ignored (MLRsearch warm-up)
-    kind: str = "search"       # "search" | "warmup" | "verification" | "sweep" | "latency"
+
+    @property
+    def reason(self) -> str:   # e.g. "binary NDR: bisect between 500000 and 1000000 pps"
+        return self.intent.reason
+
+    @property
+    def kind(self) -> str:     # "search" | "latency" | "warmup"
+        return self.intent.kind
+
+    @property
+    def used(self) -> bool:    # False for trials whose result is ignored (MLRsearch warm-up)
+        return self.intent.used
 
     @property
     def load_pps(self) -> float:
@@ -67,9 +81,7 @@ class GoalResult:
 
     @property
     def name(self) -> str:
-        if self.loss_ratio == 0.0:
-            return "NDR"
-        return f"PDR@{self.loss_ratio * 100:g}%"
+        return goal_label(self.loss_ratio)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,6 +142,8 @@ class SearchResult:
             "max_load_pps": self.max_load_pps,
             "goals": [g.to_dict() for g in self.goals],
             "trials": [{"index": t.index, "reason": t.reason, "used": t.used, "kind": t.kind,
+                        "step": t.intent.step, "goal_loss_ratio": t.intent.goal_loss_ratio,
+                        "latency_fraction": t.intent.latency_fraction,
                         "load_pps": t.load_pps, "duration_s": t.duration_s,
                         "loss_ratio": t.loss_ratio} for t in self.trials],
             "warnings": list(self.warnings),
@@ -138,24 +152,23 @@ class SearchResult:
 
 
 class TrialLog:
-    """Wraps a ``measure`` callback and records every trial with its reason."""
+    """Wraps a ``measure`` callback and records every trial with its intent."""
 
     def __init__(self, measure: Measure, max_load_pps: float) -> None:
         self._measure = measure
         self.max_load_pps = max_load_pps
         self.trials: list[SearchTrial] = []
 
-    def run(self, duration_s: float, load_pps: float, reason: str,
-            used: bool = True, kind: str = "search") -> TrialResult:
+    def run(self, duration_s: float, load_pps: float, intent: TrialIntent) -> TrialResult:
         if load_pps > self.max_load_pps * (1 + 1e-9):
             raise SearchError(
                 f"search asked for {load_pps:.6g} pps, above max_load_pps "
                 f"{self.max_load_pps:.6g}; this is a bug in the search")
-        trial = self._measure(float(duration_s), float(load_pps), reason)
+        trial = self._measure(float(duration_s), float(load_pps), intent)
         if not isinstance(trial, TrialResult):
             raise SearchError(
                 f"measure() returned {type(trial).__name__}, expected TrialResult")
-        self.trials.append(SearchTrial(len(self.trials), reason, trial, used, kind))
+        self.trials.append(SearchTrial(len(self.trials), intent, trial))
         return trial
 
     @property

@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator,
 # FD.io CSIT's MLRsearch defaults (NDR and PDR@0.5% in one search).
 CSIT_LOSS_RATIOS = (0.0, 0.005)
 LATENCY_FRACTIONS = (0.0, 0.1, 0.5, 0.9)
+MAX_REPETITIONS = 1000          # trials per load, as campaign.repetitions
+MAX_S = 86_400.0                # [s] any duration: one day
 
 
 def _check_loss_ratios(v: list[float]) -> list[float]:
@@ -28,12 +30,16 @@ def _check_loss_ratios(v: list[float]) -> list[float]:
     return sorted(v)
 
 
-def _check_fractions(v: list[float], name: str) -> list[float]:
+def _check_fractions(v: list[float], name: str, upper: float | None = None) -> list[float]:
     if not v:
         raise ValueError(f"{name} is empty")
     for x in v:
         if x < 0.0:
             raise ValueError(f"{name}: {x!r} is negative; fractions are of the PDR (0.5 = 50 %)")
+        if upper is not None and x > upper:
+            raise ValueError(f"{name}: {x!r} is above {upper:g}; fractions are of the PDR "
+                             "(0.5 = 50 %), and latency above the PDR is not a latency point "
+                             "(the DUT is losing packets there)")
     return v
 
 
@@ -45,14 +51,15 @@ class LatencySettings(BaseModel):
     ``latency.enabled``); a search only picks the background loads. A 0 %
     trial has no background load (``load_pps`` 0: latency stream only).
     """
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     type: Literal["latency"] = "latency"
     fractions: list[float] = Field(default=list(LATENCY_FRACTIONS),
                                    description="Background loads as fractions of the PDR [1].")
-    trial_duration_s: float = Field(default=5.0, gt=0.0,
+    trial_duration_s: float = Field(default=5.0, gt=0.0, le=MAX_S,
                                     description="Duration of each latency trial [s].")
-    repetitions: int = Field(default=1, ge=1, description="Trials per fraction.")
+    repetitions: int = Field(default=1, ge=1, le=MAX_REPETITIONS,
+                             description="Trials per fraction.")
     pdr_pps: float | None = Field(default=None, gt=0.0,
                                   description="PDR to take fractions of [pps]; if absent, "
                                               "the PDR found by the search it follows.")
@@ -60,7 +67,7 @@ class LatencySettings(BaseModel):
     @field_validator("fractions")
     @classmethod
     def _fractions(cls, v: list[float]) -> list[float]:
-        return _check_fractions(v, "fractions")
+        return _check_fractions(v, "fractions", upper=1.0)
 
 
 class SweepSettings(BaseModel):
@@ -70,7 +77,7 @@ class SweepSettings(BaseModel):
     ``step_pps`` (inclusive range), or ``pdr_fractions`` (fractions of a PDR
     found earlier, passed to ``run_search`` as ``pdr_pps``).
     """
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     type: Literal["sweep"] = "sweep"
     loads_pps: list[float] | None = Field(default=None,
@@ -80,8 +87,9 @@ class SweepSettings(BaseModel):
     step_pps: float | None = Field(default=None, gt=0.0, description="Load increment [pps].")
     pdr_fractions: list[float] | None = Field(default=None,
                                               description="Loads as fractions of an earlier PDR [1].")
-    repetitions: int = Field(default=1, ge=1, description="Trials per load (PASTRAMI uses 50).")
-    trial_duration_s: float = Field(default=10.0, gt=0.0,
+    repetitions: int = Field(default=1, ge=1, le=MAX_REPETITIONS,
+                             description="Trials per load (PASTRAMI uses 50).")
+    trial_duration_s: float = Field(default=10.0, gt=0.0, le=MAX_S,
                                     description="Duration of each trial [s] (PASTRAMI: 10).")
     order: Literal["by_load", "by_repetition"] = Field(
         default="by_load",
@@ -156,14 +164,14 @@ class SweepSettings(BaseModel):
 class BinarySettings(BaseModel):
     """RFC 2544 binary search for NDR and PDR@x: bisect between a known-good
     and a known-bad load until (hi - lo) / hi <= relative_width."""
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     type: Literal["binary"] = "binary"
     loss_ratios: list[float] = Field(default=list(CSIT_LOSS_RATIOS),
                                      description="Loss goals [1]: 0 is NDR, 0.005 PDR@0.5 %.")
     relative_width: float = Field(default=0.005, gt=0.0, lt=1.0,
                                   description="Stop when (hi - lo) / hi <= this [1].")
-    trial_duration_s: float = Field(default=60.0, gt=0.0,
+    trial_duration_s: float = Field(default=60.0, gt=0.0, le=MAX_S,
                                     description="Duration of each search trial [s] (RFC 2544: 60).")
     min_load_pps: float = Field(default=9001.0, gt=0.0,
                                 description="Lowest load tried [pps]; the search never goes below.")
@@ -175,12 +183,12 @@ class BinarySettings(BaseModel):
     verify: bool = Field(default=False,
                          description="Run a verification trial at each result; if it fails, "
                                      "the search continues below it.")
-    verify_duration_s: float | None = Field(default=None, gt=0.0,
+    verify_duration_s: float | None = Field(default=None, gt=0.0, le=MAX_S,
                                             description="Verification trial duration [s]; "
                                                         "default trial_duration_s.")
-    max_verifications: int = Field(default=3, ge=1,
+    max_verifications: int = Field(default=3, ge=1, le=100,
                                    description="Verification attempts per goal before giving up.")
-    max_trials: int = Field(default=200, ge=1,
+    max_trials: int = Field(default=200, ge=1, le=10_000,
                             description="Safety stop: most trials per goal.")
     latency: LatencySettings | None = Field(default=None,
                                             description="Latency trials at fractions of the PDR found.")
@@ -194,7 +202,7 @@ class BinarySettings(BaseModel):
 class MlrSettings(BaseModel):
     """MLRsearch (FD.io CSIT, PyPI ``MLRsearch``) with CSIT's defaults: NDR and
     PDR@0.5 % in one search, 1 s trials, duration sum 21 s, exceed ratio 0.5."""
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     type: Literal["mlr"] = "mlr"
     loss_ratios: list[float] = Field(default=list(CSIT_LOSS_RATIOS),
@@ -203,22 +211,22 @@ class MlrSettings(BaseModel):
                                 description="Share of the duration sum that may be bad trials [1].")
     relative_width: float = Field(default=0.005, gt=0.0, lt=1.0,
                                   description="Goal width of the final interval [1].")
-    initial_trial_duration_s: float = Field(default=1.0, gt=0.0,
+    initial_trial_duration_s: float = Field(default=1.0, gt=0.0, le=MAX_S,
                                             description="Shortest trial duration [s].")
-    final_trial_duration_s: float = Field(default=1.0, gt=0.0,
+    final_trial_duration_s: float = Field(default=1.0, gt=0.0, le=MAX_S,
                                           description="Trial duration for the final classification [s].")
-    duration_sum_s: float = Field(default=21.0, gt=0.0,
+    duration_sum_s: float = Field(default=21.0, gt=0.0, le=MAX_S,
                                   description="Trial seconds needed at a load before it is classified [s].")
-    preceding_targets: int = Field(default=2, ge=0,
+    preceding_targets: int = Field(default=2, ge=0, le=10,
                                    description="Coarser targets searched first.")
-    expansion_coefficient: int = Field(default=2, ge=2,
+    expansion_coefficient: int = Field(default=2, ge=2, le=100,
                                        description="External search widens (log) width by this factor.")
     min_load_pps: float = Field(default=9001.0, gt=0.0,
                                 description="Lowest load tried [pps] (CSIT: 9001).")
-    warmup_duration_s: float = Field(default=1.0, ge=0.0,
+    warmup_duration_s: float = Field(default=1.0, ge=0.0, le=MAX_S,
                                      description="Warm-up trial at max load, result ignored [s]; 0: none.")
     search_duration_max_s: float = Field(
-        default=1200.0, gt=0.0,
+        default=1200.0, gt=0.0, le=30 * MAX_S,
         description="Budget of trial seconds [s]: the search fails when the sum of the "
                     "intended durations of its trials would exceed it. Counted in trial "
                     "seconds, not wall time, so that replaying stored trials is deterministic.")

@@ -7,6 +7,7 @@ comeback). NDR uses x = 0; PDR uses ``pdr_loss_ratio`` (0.5 % by default).
 """
 from __future__ import annotations
 
+from fwdbench.intent import TrialIntent
 from fwdbench.search.result import GoalResult, SearchError, SearchResult, TrialLog
 from fwdbench.search.settings import SweepSettings
 
@@ -46,7 +47,7 @@ def run_sweep(settings: SweepSettings, log: TrialLog, pdr_pps: float | None) -> 
     sums = {x: 0.0 for x in loads}
     for x, r in plans:
         why = f"sweep: load {x:.0f} pps, repetition {r + 1}/{n}"
-        t = log.run(settings.trial_duration_s, x, why, kind="sweep")
+        t = log.run(settings.trial_duration_s, x, TrialIntent.search("sweep", why))
         sums[x] += t.loss_ratio
     means = [sums[x] / n for x in loads]
     goals = sorted({0.0, settings.pdr_loss_ratio})

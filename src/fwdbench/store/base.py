@@ -13,11 +13,15 @@ connection and the few dialect hooks below; nothing else differs.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ..errors import FwdbenchError
+from ..goal import goal_key
+from ..intent import TrialIntent
 from ..trial import LatencySummary, StreamResult, TrialResult
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -31,6 +35,17 @@ class StoreNeedsMigration(StoreError):
     must be upgraded (a write) before this one can read it."""
 
 
+class NotAStore(StoreError):
+    """The file or schema given is not a fwdbench results store (bad input: left alone)."""
+
+
+class StoreBusy(StoreError):
+    """Another process is writing this store (a store has one writer at a time)."""
+
+
+WRITER_KEY = "writer"       # meta row: who holds the writer lock (JSON: pid, host, started_at)
+
+
 @dataclass(frozen=True)
 class TrialRow:
     id: int
@@ -38,11 +53,18 @@ class TrialRow:
     repetition: int
     seq: int
     status: str
-    kind: str
-    reason: str
+    intent: TrialIntent             # why it ran (kind, step, goal, latency fraction, reason)
     intended_load_pps: float
     duration_s: float
     result: TrialResult | None
+
+    @property
+    def kind(self) -> str:          # search | latency | warmup
+        return self.intent.kind
+
+    @property
+    def reason(self) -> str:
+        return self.intent.reason
 
 
 def trial_from_dict(d: dict[str, Any]) -> TrialResult:
@@ -64,6 +86,7 @@ class ResultsStore:
 
     path: Any
     db: Any
+    _writer: dict[str, Any] | None = None     # our record while we hold the writer lock
 
     # -- dialect hooks (the only backend-specific parts) --------------------
     def _exec(self, sql: str, args: tuple = ()) -> Any:
@@ -88,8 +111,66 @@ class ResultsStore:
         """Upgrade from version ``step`` to ``step + 1``: DDL and version bump in one commit."""
         raise NotImplementedError
 
+    def _try_lock_writer(self) -> bool:
+        """Take this store's writer lock without waiting; False when another process
+        holds it. The lock must die with the process (kill -9 included)."""
+        raise NotImplementedError
+
+    def _unlock_writer(self) -> None:
+        raise NotImplementedError
+
     def close(self) -> None:
+        if self._writer is not None:
+            try:
+                with self.tx():
+                    self._exec("DELETE FROM meta WHERE key=? AND value=?",
+                               (WRITER_KEY, json.dumps(self._writer, sort_keys=True)))
+            except Exception:
+                pass            # e.g. the connection is gone: the lock dies with it anyway
+            try:
+                self._unlock_writer()
+            except Exception:
+                pass
+            self._writer = None
         self.db.close()
+
+    # -- one writer ---------------------------------------------------------
+    def lock_writer(self) -> None:
+        """Become this store's only writer, or raise :class:`StoreBusy` naming the
+        process that is (its pid, host and start time, as it recorded them).
+        Held until :meth:`close` or the end of the process."""
+        if self._writer is not None:
+            return
+        if not self._try_lock_writer():
+            raise StoreBusy(
+                f"{self.path} is being written by {self.writer_holder()}; a results store "
+                "has one writer at a time: wait for that run to end, or stop it, then "
+                f"continue with 'fwdbench run --resume {self.path}'")
+        me = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": time.time()}
+        try:
+            with self.tx():
+                self._exec("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key)"
+                           " DO UPDATE SET value=excluded.value",
+                           (WRITER_KEY, json.dumps(me, sort_keys=True)))
+        except BaseException:
+            self._unlock_writer()
+            raise
+        self._writer = me
+
+    def writer_holder(self) -> str:
+        """The writer as it recorded itself: 'fwdbench pid N on HOST, started TIME'."""
+        try:
+            row = self._exec("SELECT value FROM meta WHERE key=?", (WRITER_KEY,)).fetchone()
+            w = json.loads(row["value"]) if row else None
+        except Exception:
+            w = None
+        if not isinstance(w, dict):
+            return ("another fwdbench process (one reading it at length, or a run that has "
+                    "not recorded its pid yet)")
+        started = w.get("started_at")
+        when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started))
+                if isinstance(started, (int, float)) else "?")
+        return f"fwdbench pid {w.get('pid', '?')} on host {w.get('host', '?')}, started {when}"
 
     # -- schema -------------------------------------------------------------
     def _version(self) -> int:
@@ -114,6 +195,9 @@ class ResultsStore:
         """For a read-only connection: the schema is this fwdbench's."""
         v = self._version()
         self._check_version(v)
+        if v == 0:
+            raise NotAStore(f"{self.path}: not a fwdbench results store (no fwdbench "
+                            "tables in it); give the file or URL 'fwdbench run' wrote to")
         if v < SCHEMA_VERSION:
             raise StoreNeedsMigration(f"{self.path}: schema version {v} needs an upgrade to "
                                       f"{SCHEMA_VERSION}")
@@ -215,14 +299,16 @@ class ResultsStore:
                 " WHERE status='running'")
             return cur.rowcount
 
-    def begin_trial(self, scenario_id: int, repetition: int, seq: int, kind: str,
-                    reason: str, load_pps: float, duration_s: float) -> int:
+    def begin_trial(self, scenario_id: int, repetition: int, seq: int, intent: TrialIntent,
+                    duration_s: float, load_pps: float) -> int:
         with self.tx():
             return self._insert(
-                "INSERT INTO trial(scenario_id, repetition, seq, status, kind, reason,"
-                " intended_load_pps, duration_s, started_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                (scenario_id, repetition, seq, "running", kind, reason, load_pps,
-                 duration_s, time.time()))
+                "INSERT INTO trial(scenario_id, repetition, seq, status, kind, reason, step,"
+                " goal_loss_ratio, latency_fraction, latency_reference, intended_load_pps,"
+                " duration_s, started_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (scenario_id, repetition, seq, "running", intent.kind, intent.reason,
+                 intent.step, intent.goal_loss_ratio, intent.latency_fraction,
+                 intent.latency_reference, load_pps, duration_s, time.time()))
 
     def finish_trial(self, trial_id: int, result: TrialResult) -> None:
         lat50 = lat99 = None
@@ -265,8 +351,10 @@ class ResultsStore:
     @staticmethod
     def _row(r: Any) -> TrialRow:
         res = trial_from_dict(json.loads(r["result_json"])) if r["result_json"] else None
+        intent = TrialIntent(r["kind"], r["step"], r["reason"], r["goal_loss_ratio"],
+                             r["latency_fraction"], r["latency_reference"])
         return TrialRow(r["id"], r["scenario_id"], r["repetition"], r["seq"], r["status"],
-                        r["kind"], r["reason"], r["intended_load_pps"], r["duration_s"], res)
+                        intent, r["intended_load_pps"], r["duration_s"], res)
 
     def trial_counts(self) -> dict[str, int]:
         return {r["status"]: r["n"] for r in self._exec(
@@ -280,18 +368,22 @@ class ResultsStore:
 
     # -- results ------------------------------------------------------------
     def save_results(self, scenario_id: int, repetition: int,
-                     goals: dict[str, tuple[float | None, dict]]) -> None:
-        """Write the search results of one repetition and mark it done, atomically."""
+                     goals: list[tuple[float | None, float | None, dict]]) -> None:
+        """Write the search results of one repetition and mark it done, atomically.
+        ``goals``: (loss ratio of the goal, or None for the search's own record;
+        the load found [pps] or None; the detail record)."""
         now = time.time()
         with self.tx():
-            for goal, (value, detail) in goals.items():
+            for loss_ratio, value, detail in goals:
+                goal = "search" if loss_ratio is None else goal_key(loss_ratio)
                 self._exec(
-                    "INSERT INTO result(scenario_id, repetition, goal, value_pps,"
-                    " detail_json, created_at) VALUES (?,?,?,?,?,?)"
+                    "INSERT INTO result(scenario_id, repetition, goal, loss_ratio, value_pps,"
+                    " detail_json, created_at) VALUES (?,?,?,?,?,?,?)"
                     " ON CONFLICT(scenario_id, repetition, goal) DO UPDATE SET"
-                    " value_pps=excluded.value_pps, detail_json=excluded.detail_json,"
-                    " created_at=excluded.created_at",
-                    (scenario_id, repetition, goal, value, json.dumps(detail, default=str), now))
+                    " loss_ratio=excluded.loss_ratio, value_pps=excluded.value_pps,"
+                    " detail_json=excluded.detail_json, created_at=excluded.created_at",
+                    (scenario_id, repetition, goal, loss_ratio, value,
+                     json.dumps(detail, default=str), now))
             self._exec(
                 "INSERT INTO repetition_done(scenario_id, repetition, ended_at) VALUES (?,?,?)"
                 " ON CONFLICT(scenario_id, repetition) DO UPDATE SET ended_at=excluded.ended_at",

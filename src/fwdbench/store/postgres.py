@@ -19,8 +19,8 @@ import re
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
-from .base import ResultsStore, StoreError
-from .schema import TABLES, version_upsert
+from .base import NotAStore, ResultsStore, StoreError
+from .schema import BACKFILL, TABLES, version_upsert
 
 URL_PREFIXES = ("postgresql://", "postgres://")
 URL_FORM = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME]"
@@ -163,8 +163,8 @@ class PostgresStore(ResultsStore):
         exists = self._exec("SELECT 1 AS one FROM pg_catalog.pg_namespace WHERE nspname=?",
                             (self.schema,)).fetchone()
         if not exists and not create:
-            raise StoreError(f"{self.path}: no schema {self.schema!r} in this database "
-                             f"(no campaign was run into it)")
+            raise NotAStore(f"{self.path}: no schema {self.schema!r} in this database "
+                            f"(no campaign was run into it)")
         if not exists:
             try:
                 self.db.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
@@ -217,7 +217,23 @@ class PostgresStore(ResultsStore):
             except self._psycopg.Error as e:
                 raise StoreError(f"{self.path}: schema migration {step} -> {step + 1} "
                                  f"failed: {' '.join(str(e).split())}") from e
+            if step in BACKFILL:
+                BACKFILL[step](self)
             self._exec(version_upsert(step + 1))
+
+    def _writer_key(self) -> str:
+        return f"fwdbench.writer.{self.schema}"
+
+    def _try_lock_writer(self) -> bool:
+        # A session-level advisory lock keyed on the schema: held by this connection,
+        # dropped by the server when the connection ends (the process exiting included).
+        row = self._exec("SELECT pg_try_advisory_lock(hashtextextended(?, 0)) AS locked",
+                         (self._writer_key(),)).fetchone()
+        return bool(row["locked"])
+
+    def _unlock_writer(self) -> None:
+        self._exec("SELECT pg_advisory_unlock(hashtextextended(?, 0)) AS unlocked",
+                   (self._writer_key(),))
 
     def drop_tables(self) -> bool:
         """Remove this campaign (fwdbench's tables in the schema; nothing else).

@@ -4,7 +4,7 @@ Counts are integers; ratios and rates are stored too (derived, for SQL
 queries and the report) but always recomputable from the counts.
 """
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Every table fwdbench creates, children first (the order they can be dropped in).
 TABLES = ("repetition_done", "result", "trial", "scenario", "campaign", "meta")
@@ -89,7 +89,26 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (scenario_id, repetition)
     );
     """,
+    # 1 -> 2: the trial says what it is (fwdbench.intent.TrialIntent) and a result its
+    # goal's loss ratio, as values; rows of version 1 are filled in by
+    # store/legacy.py from the reason and goal texts they carry
+    """
+    ALTER TABLE trial ADD COLUMN step TEXT;                 -- the search's step (intent.STEPS)
+    ALTER TABLE trial ADD COLUMN goal_loss_ratio REAL;      -- [1] the loss goal it serves
+    ALTER TABLE trial ADD COLUMN latency_fraction REAL;     -- [1] latency: share of the reference
+    ALTER TABLE trial ADD COLUMN latency_reference TEXT;    -- latency: PDR | NDR
+    ALTER TABLE result ADD COLUMN loss_ratio REAL;          -- [1] the goal (NULL: search record)
+    """,
 ]
+
+# Python run inside a step's transaction, after its DDL (index: the step), to fill
+# the new columns of existing rows.
+def _backfill_2(store) -> None:
+    from .legacy import backfill_intents
+    backfill_intents(store)
+
+
+BACKFILL = {1: _backfill_2}
 
 
 def version_upsert(version: int) -> str:

@@ -32,13 +32,13 @@ class SimTestbed(Testbed):
         params = SimParams.model_validate(sc.dut.params)
         device = SimDevice.from_params(params)
 
-        def execute(load_pps: float, duration_s: float, key: int,
+        def execute(duration_s: float, load_pps: float, key: int,
                     latency: bool = False) -> TrialResult:
             if self.delay:
                 time.sleep(self.delay)
             # The sim draws trial i from rng([seed, i]); a stable i makes a resumed
             # run draw exactly what the uninterrupted run drew.
             device.trials_run = key
-            return device.measure(duration_s, load_pps, "")
+            return device.measure(duration_s, load_pps)
 
         yield execute, {"dut": "sim", **params.model_dump(mode="json")}

@@ -150,7 +150,8 @@ def run_trial(spec: dict[str, Any], netns: str | None = None,
 
 
 class Fwdgen:
-    """A generator bound to a namespace: `measure(duration_s, load_pps)` for searches."""
+    """A generator bound to a namespace: `measure(duration_s, load_pps, intent)` for
+    searches (fwdbench.search.result.Measure; the intent is not the generator's business)."""
 
     def __init__(self, spec_template: dict[str, Any], netns: str | None = None):
         self.spec_template = spec_template
@@ -159,7 +160,7 @@ class Fwdgen:
     def check(self) -> dict[str, Any]:
         return check(self.netns)
 
-    def measure(self, duration_s: float, load_pps: float) -> TrialResult:
+    def measure(self, duration_s: float, load_pps: float, intent: object = None) -> TrialResult:
         spec = dict(self.spec_template, duration_s=float(duration_s), load_pps=float(load_pps))
         return run_trial(spec, self.netns)
 
