@@ -86,7 +86,7 @@ static const struct opt_def trial_optdefs[] = {
 	{"spec", OPT_STR, OFF(spec), "FILE|-",
 	 "trial spec, JSON (docs/contracts.md section 1); '-' reads stdin (required)"},
 	{"backend", OPT_STR, OFF(backend), "NAME",
-	 "override every port's backend: auto, xdp, afxdp or afpacket"},
+	 "override the backend of every port but memif ones: auto, xdp, afxdp or afpacket"},
 	{"load-pps", OPT_NUM, OFF(load_pps), "PPS",
 	 "override spec.load_pps [pps per stream]; 0 = as fast as possible"},
 	{"duration", OPT_NUM, OFF(duration_s), "S", "override spec.duration_s [s]"},
@@ -114,7 +114,9 @@ void fg_trial_usage(FILE *f)
 	}
 	fprintf(f, "\nspec in brief (docs/contracts.md has every field and default):\n"
 		   "  ports[]    ifname, peer_mac (required to transmit), mac, backend,\n"
-		   "             burst_period_us (pacing: at most one burst per period)\n"
+		   "             burst_period_us (pacing: at most one burst per period),\n"
+		   "             memif {socket, id, role master|slave, ring_size, buffer_size,\n"
+		   "             connect_timeout_s} (backend memif: no kernel interface)\n"
 		   "  streams[]  id, tx_port, rx_port (null: send only), src, dst (address or\n"
 		   "             prefix), src_port, dst_port\n"
 		   "  profile    l3 ipv4|ipv6, frame_size 64..9000 (IPv6 >= 82) or \"imix\",\n"
@@ -777,6 +779,7 @@ static void close_all(struct fg_run *r)
 	fg_xdp_rxops.close(r);
 	fg_afp_rxops.close(r);
 	fg_afx_rxops.close(r); /* all afxdp sockets, TX ones too */
+	fg_mif_rxops.close(r); /* all memif interfaces */
 }
 
 static int open_all(struct fg_run *r, char *err, size_t errlen)
@@ -788,11 +791,11 @@ static int open_all(struct fg_run *r, char *err, size_t errlen)
 
 		static const struct fg_txops *const tx[] = {
 			[FG_BACKEND_XDP] = &fg_xdp_txops, [FG_BACKEND_AFPACKET] = &fg_afp_txops,
-			[FG_BACKEND_AFXDP] = &fg_afx_txops,
+			[FG_BACKEND_AFXDP] = &fg_afx_txops, [FG_BACKEND_MEMIF] = &fg_mif_txops,
 		};
 		static const struct fg_rxops *const rx[] = {
 			[FG_BACKEND_XDP] = &fg_xdp_rxops, [FG_BACKEND_AFPACKET] = &fg_afp_rxops,
-			[FG_BACKEND_AFXDP] = &fg_afx_rxops,
+			[FG_BACKEND_AFXDP] = &fg_afx_rxops, [FG_BACKEND_MEMIF] = &fg_mif_rxops,
 		};
 
 		s->txo = tx[r->ports[s->tx_port].backend];
@@ -804,6 +807,8 @@ static int open_all(struct fg_run *r, char *err, size_t errlen)
 		rc = fg_afp_rxops.open(r, err, errlen);
 	if (!rc)
 		rc = fg_afx_rxops.open(r, err, errlen);
+	if (!rc) /* every memif port, TX ones too: waits for the peers to connect */
+		rc = fg_mif_rxops.open(r, err, errlen);
 	for (i = 0; !rc && i < r->nstreams; i++) {
 		struct fg_stream_rt *s = r->streams[i];
 
@@ -827,6 +832,10 @@ static int resolve_backends(struct fg_run *r, const char *override, int force_af
 		struct fg_port_rt *p = &r->ports[i];
 		enum fg_backend b = p->sp->backend;
 
+		if (b == FG_BACKEND_MEMIF) { /* no kernel interface: --backend leaves it */
+			p->backend = b;
+			continue;
+		}
 		if (override)
 			b = !strcmp(override, "xdp") ? FG_BACKEND_XDP
 			  : !strcmp(override, "afpacket") ? FG_BACKEND_AFPACKET
@@ -883,6 +892,7 @@ static int run_trial(struct fg_run *r, struct txthread *th, int nth)
 	fg_xdp_rxops.set_phase(r, FG_PHASE_MEASURE);
 	fg_afp_rxops.set_phase(r, FG_PHASE_MEASURE);
 	fg_afx_rxops.set_phase(r, FG_PHASE_MEASURE);
+	fg_mif_rxops.set_phase(r, FG_PHASE_MEASURE);
 	for (i = 0; i < nth; i++) {
 		if (pthread_create(&th[i].th, NULL, tx_main, &th[i])) {
 			fg_stop = 1;
@@ -914,6 +924,7 @@ static int run_trial(struct fg_run *r, struct txthread *th, int nth)
 	fg_xdp_rxops.set_phase(r, FG_PHASE_NONE);
 	fg_afp_rxops.set_phase(r, FG_PHASE_NONE);
 	fg_afx_rxops.set_phase(r, FG_PHASE_NONE);
+	fg_mif_rxops.set_phase(r, FG_PHASE_NONE);
 	for (i = 0; i < r->nstreams; i++) {
 		struct fg_stream_rt *s = r->streams[i];
 
@@ -974,6 +985,13 @@ int fg_trial_main(int argc, char **argv)
 		struct fg_port_rt *p = &r.ports[i];
 
 		p->sp = &sp->ports[i];
+		if (p->sp->backend == FG_BACKEND_MEMIF) { /* a memif interface: no netdev */
+			if (p->sp->has_mac)
+				memcpy(p->mac, p->sp->mac, 6);
+			else
+				fg_memif_default_mac(i, p->mac);
+			continue;
+		}
 		p->ifindex = (int)if_nametoindex(p->sp->ifname);
 		if (!p->ifindex) {
 			fprintf(stderr, "fwdgen: spec.ports[%d].ifname: no interface \"%s\" in this "
