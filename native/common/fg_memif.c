@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include "fg_memif.h"
 
+/* libmemif's own header, for the RX queue's ring and position: it is built
+ * from the same source in the same build, so the layout always matches */
+#define HAVE_MEMFD_CREATE 1
+#include <memif_private.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -26,6 +31,25 @@ static void errf(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+}
+
+int fg_mif_rx_pending(memif_conn_handle_t conn)
+{
+	memif_connection_t *c = conn;
+	memif_queue_t *q;
+	uint16_t cur, last;
+
+	if (!c || !c->control_channel || !c->rx_queues || !c->rx_queues_num)
+		return 1; /* let rx_burst say what is wrong */
+	q = &c->rx_queues[0];
+	if (c->args.is_master) {
+		cur = q->last_head;
+		last = __atomic_load_n(&q->ring->head, __ATOMIC_ACQUIRE);
+	} else {
+		cur = q->last_tail;
+		last = __atomic_load_n(&q->ring->tail, __ATOMIC_ACQUIRE);
+	}
+	return cur != last;
 }
 
 const char *fg_mif_role(const struct fg_mif_if *i)
@@ -372,6 +396,19 @@ static void drop_closed(struct fg_mif_ctl *c)
 	}
 }
 
+void fg_mif_del(struct fg_mif_ctl *c, struct fg_mif_if *i)
+{
+	int k;
+
+	i->closing = 1;
+	if (i->conn)
+		memif_delete(&i->conn);
+	i->up = 0;
+	for (k = 0; k < c->nifs; k++)
+		if (c->ifs[k] == i)
+			c->ifs[k] = c->ifs[--c->nifs];
+}
+
 int fg_mif_poll(struct fg_mif_ctl *c, int timeout_ms)
 {
 	struct epoll_event ev;
@@ -511,15 +548,8 @@ void fg_mif_ctl_fini(struct fg_mif_ctl *c)
 {
 	int k;
 
-	for (k = 0; k < c->nifs; k++) {
-		struct fg_mif_if *i = c->ifs[k];
-
-		i->closing = 1;
-		if (i->conn)
-			memif_delete(&i->conn);
-		i->up = 0;
-	}
-	c->nifs = 0;
+	while (c->nifs)
+		fg_mif_del(c, c->ifs[0]);
 	for (k = 0; k < c->nsocks; k++) {
 		struct fg_mif_sock *s = &c->socks[k];
 		/* libmemif neither closes the listener nor removes its file */

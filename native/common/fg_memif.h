@@ -90,6 +90,8 @@ int fg_mif_ctl_init(struct fg_mif_ctl *c, const char *app, uint32_t retry_ms, ch
 /* Create interface i (and its socket, shared by every interface of the same
  * path and role). A master checks its path first. 0 or -errno. */
 int fg_mif_add(struct fg_mif_ctl *c, struct fg_mif_if *i, char *err, size_t errlen);
+/* Delete interface i (its connection ends, on_down not called). */
+void fg_mif_del(struct fg_mif_ctl *c, struct fg_mif_if *i);
 /* Handle at most one control event, waiting up to timeout_ms. 1 if one was
  * handled, 0 if none, -errno. */
 int fg_mif_poll(struct fg_mif_ctl *c, int timeout_ms);
@@ -114,6 +116,11 @@ static inline uint16_t fg_mif_whole(const memif_buffer_t *b, uint16_t n)
 		n--;
 	return n;
 }
+
+/* Frames wait on the interface's RX ring (queue 0). libmemif's rx_burst
+ * reads the queue's eventfd on every call, a syscall even in polling mode
+ * (about 60 % of fwdgen's polling loop by perf): callers look first. */
+int fg_mif_rx_pending(memif_conn_handle_t conn);
 
 /* "master"/"slave" */
 const char *fg_mif_role(const struct fg_mif_if *i);

@@ -89,6 +89,10 @@ struct fg_rxops {
 	uint64_t (*packets)(struct fg_run *r, int stream); /* live, unique */
 	int (*collect)(struct fg_run *r, int stream, struct fg_rx_final *out);
 	void (*close)(struct fg_run *r);
+	/* Optional: receive on a port marked rx_inline (no receiver thread of
+	 * its own) once; frames handled, or -errno. Called by the TX thread of
+	 * the port's CPU between bursts, and by the trial during the drain. */
+	int (*poll)(struct fg_run *r, int port);
 };
 
 extern const struct fg_txops fg_xdp_txops, fg_afp_txops, fg_afx_txops, fg_mif_txops;
@@ -102,6 +106,8 @@ struct fg_port_rt {
 	int mtu;
 	int tx_used, rx_used;
 	enum fg_backend backend; /* resolved */
+	int rx_inline;           /* received by a TX thread's polls (rxops->poll) */
+	int rx_cpu;              /* ... by the one on this CPU (-1: any) */
 };
 
 struct fg_stream_rt {

@@ -62,9 +62,12 @@ struct mif_port {
 	memif_buffer_t *tb;          /* TX: the segments of one burst */
 	uint8_t *scratch;            /* a chained frame is written here first */
 	int gone;                    /* the peer went away during the trial */
+	uint64_t full_drops;         /* measured frames the peer's full ring refused */
 	int rx;                      /* frames are counted here */
 	pthread_t th;
 	int started, cpu;
+	memif_buffer_t rb[MIF_RX_BURST];
+	uint16_t have;               /* segments of a chain the last burst cut */
 	uint64_t chained;            /* RX frames in more than one buffer */
 };
 
@@ -185,7 +188,6 @@ static int64_t mif_tx_burst(struct fg_stream_rt *s, uint32_t n)
 	uint16_t segs = 0, got, sent = 0;
 	uint32_t frames = 0, j, ts;
 	int rc = MEMIF_ERR_SUCCESS;
-	int64_t out;
 
 	pthread_mutex_lock(&p->tx_lock);
 	if (p->gone || !p->mi.up) {
@@ -223,20 +225,33 @@ static int64_t mif_tx_burst(struct fg_stream_rt *s, uint32_t n)
 		j = k + 1;
 	}
 	rc = segs ? memif_tx_burst(c, 0, p->tb, segs, &sent) : MEMIF_ERR_SUCCESS;
+	t->seq += frames;
+	/* A paced stream sends as a wire does: the frames the peer's ring has
+	 * no room for are lost there, as a NIC drops what its full RX ring
+	 * cannot take, and the offered load stays the load (RFC 2544). Held
+	 * back, they made a DUT that was slow for a moment look like a
+	 * generator that fell behind. As fast as possible: what fits. */
+	if (s->rate > 0 && frames < n) {
+		uint32_t lost = n - frames;
+
+		if (t->phase == FG_PHASE_MEASURE)
+			p->full_drops += lost;
+		t->seq += lost;
+		t->flow = (uint32_t)((t->flow + (uint64_t)lost) % s->pc.flow.flows);
+		frames = n;
+	}
 	pthread_mutex_unlock(&p->tx_lock);
-	/* the ring is full: let the peer run if it shares our CPU (without it
-	 * an unpinned loop made 0.12 Mpps: both spun through whole time slices,
-	 * a ring per two slices) */
-	if (!segs)
-		sched_yield();
 	/* an interrupt that could not be written still sent the frames */
 	if (rc != MEMIF_ERR_SUCCESS && rc != MEMIF_ERR_INT_WRITE)
 		return -ECONNRESET;
 	if (sent != segs)
 		return -EIO; /* not seen: every segment allocated is sent in order */
-	t->seq += frames;
-	out = frames;
-	return out;
+	/* the ring is full: let the peer run if it shares our CPU (without it
+	 * an unpinned loop made 0.12 Mpps: both spun through whole time slices,
+	 * a ring per two slices) */
+	if (!segs)
+		sched_yield();
+	return frames;
 }
 
 static void mif_tx_close(struct fg_stream_rt *s)
@@ -258,12 +273,66 @@ const struct fg_txops fg_mif_txops = {
 
 /* ---- RX ------------------------------------------------------------- */
 
+/* Receive once: a burst counted and given back. Frames handled, or
+ * -ECONNRESET when the peer is gone. */
+static int rx_once(struct mif_port *p)
+{
+	struct fg_run *r = p->r;
+	struct mif *m = r->memif;
+	memif_buffer_t *b = p->rb;
+	uint16_t got = 0, j, n, whole;
+	uint32_t now;
+	int rc;
+
+	pthread_mutex_lock(&p->rx_lock);
+	if (p->gone) {
+		pthread_mutex_unlock(&p->rx_lock);
+		return -ECONNRESET;
+	}
+	if (!fg_mif_rx_pending(p->mi.conn)) {
+		pthread_mutex_unlock(&p->rx_lock);
+		return 0;
+	}
+	rc = memif_rx_burst(p->mi.conn, 0, b + p->have, (uint16_t)(MIF_RX_BURST - p->have), &got);
+	if (got) {
+		n = (uint16_t)(p->have + got);
+		whole = fg_mif_whole(b, n);
+		if (!whole && n == MIF_RX_BURST)
+			whole = n; /* a chain longer than a burst: counted broken */
+		now = (uint32_t)fg_now_ns();
+		for (j = 0; j < whole && j < 4; j++)
+			__builtin_prefetch(b[j].data);
+		for (j = 0; j < whole;) {
+			uint32_t len = b[j].len, k = j;
+
+			if (j + 4 < whole)
+				__builtin_prefetch(b[j + 4].data);
+			while (k + 1 < whole && (b[k].flags & MEMIF_BUFFER_FLAG_NEXT))
+				len += b[++k].len;
+			if (k > j)
+				p->chained++;
+			/* the signature is in the first segment (>= 128 B) */
+			fg_urx_frame(&m->u, r, &fg_mif_rxops, p->port, b[j].data, len, now);
+			j = (uint16_t)(k + 1);
+		}
+		/* the buffers go back in ring order: a cut chain's later */
+		if (whole)
+			memif_refill_queue(p->mi.conn, 0, whole, 0);
+		p->have = (uint16_t)(n - whole);
+		memmove(b, b + whole, p->have * sizeof(b[0]));
+	}
+	pthread_mutex_unlock(&p->rx_lock);
+	if (!got && rc == MEMIF_ERR_DISCONNECTED)
+		return -ECONNRESET;
+	return got;
+}
+
+/* A receiver with a CPU of its own: spins, and yields after a long wait. */
 static void *mif_rx_main(void *arg)
 {
 	struct mif_port *p = arg;
-	struct fg_run *r = p->r;
-	struct mif *m = r->memif;
-	memif_buffer_t b[MIF_RX_BURST];
+	struct mif *m = p->r->memif;
+	unsigned idle = 0;
 
 	if (p->cpu >= 0) {
 		cpu_set_t set;
@@ -272,62 +341,27 @@ static void *mif_rx_main(void *arg)
 		CPU_SET(p->cpu, &set);
 		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	}
-	uint16_t have = 0; /* segments of a chain the last burst cut, at b[0..have) */
-	unsigned idle = 0;
-
 	while (__atomic_load_n(&m->running, __ATOMIC_ACQUIRE)) {
-		uint16_t got = 0, j, n, whole;
-		uint32_t now;
-		int rc;
+		int got = rx_once(p);
 
-		pthread_mutex_lock(&p->rx_lock);
-		if (p->gone) {
-			pthread_mutex_unlock(&p->rx_lock);
+		if (got < 0)
 			break;
-		}
-		rc = memif_rx_burst(p->mi.conn, 0, b + have, (uint16_t)(MIF_RX_BURST - have), &got);
-		if (got) {
-			n = (uint16_t)(have + got);
-			whole = fg_mif_whole(b, n);
-			if (!whole && n == MIF_RX_BURST)
-				whole = n; /* a chain longer than a burst: counted broken */
-			now = (uint32_t)fg_now_ns();
-			for (j = 0; j < whole && j < 4; j++)
-				__builtin_prefetch(b[j].data);
-			for (j = 0; j < whole;) {
-				uint32_t len = b[j].len, k = j;
-
-				if (j + 4 < whole)
-					__builtin_prefetch(b[j + 4].data);
-				while (k + 1 < whole && (b[k].flags & MEMIF_BUFFER_FLAG_NEXT))
-					len += b[++k].len;
-				if (k > j)
-					p->chained++;
-				/* the signature is in the first segment (>= 128 B) */
-				fg_urx_frame(&m->u, r, &fg_mif_rxops, p->port, b[j].data, len, now);
-				j = (uint16_t)(k + 1);
-			}
-			/* the buffers go back in ring order: the cut chain's later */
-			if (whole)
-				memif_refill_queue(p->mi.conn, 0, whole, 0);
-			have = (uint16_t)(n - whole);
-			memmove(b, b + whole, have * sizeof(b[0]));
-		}
-		pthread_mutex_unlock(&p->rx_lock);
-		if (got) {
+		if (got)
 			idle = 0;
-		} else {
-			if (rc == MEMIF_ERR_DISCONNECTED)
-				break;
-			/* a long wait: let a thread that shares this CPU run (an
-			 * unpinned trial's TX thread: see mif_tx_burst) */
-			if (++idle >= 64)
-				sched_yield();
-			else
-				fg_cpu_relax();
-		}
+		else if (++idle >= 64)
+			sched_yield();
+		else
+			fg_cpu_relax();
 	}
 	return NULL;
+}
+
+/* A port received by the TX thread of its CPU (rx_inline). */
+static int mif_rx_poll(struct fg_run *r, int port)
+{
+	struct mif *m = r->memif;
+
+	return m && m->ports[port] ? rx_once(m->ports[port]) : 0;
 }
 
 static void *mif_ctl_main(void *arg)
@@ -422,7 +456,7 @@ static int mif_open(struct fg_run *r, char *err, size_t errlen)
 {
 	struct mif *m;
 	double timeout = 0;
-	int i, rc, ncpu = 0, any = 0;
+	int i, k, rc, ncpu = 0, any = 0, shared;
 
 	for (i = 0; i < r->nports; i++)
 		if (r->ports[i].backend == FG_BACKEND_MEMIF && (r->ports[i].tx_used ||
@@ -480,6 +514,19 @@ static int mif_open(struct fg_run *r, char *err, size_t errlen)
 			pthread_mutex_unlock(&p->rx_lock);
 		}
 		p->cpu = r->sp->nrx_cpus ? r->sp->rx_cpus[ncpu++ % r->sp->nrx_cpus] : -1;
+		/* A TX thread on the receiver's CPU (or perhaps: unpinned) receives
+		 * between its bursts, no thread of its own: a receiver spinning on
+		 * a busy ring had the TX thread wait whole time slices (0.17 of
+		 * 0.5 Mpps sent through vfwd, whose TX ring overflowed), and one
+		 * yielding lost the CPU to other processes for as long. */
+		shared = p->cpu < 0 || !r->sp->ntx_cpus;
+		for (k = 0; k < r->sp->ntx_cpus; k++)
+			shared |= r->sp->tx_cpus[k] == p->cpu;
+		if (shared) {
+			r->ports[i].rx_inline = 1;
+			r->ports[i].rx_cpu = p->cpu;
+			continue;
+		}
 		rc = pthread_create(&p->th, NULL, mif_rx_main, p);
 		if (rc) {
 			fg_errf(err, errlen, "memif: pthread_create for %s: %s",
@@ -494,9 +541,22 @@ static int mif_open(struct fg_run *r, char *err, size_t errlen)
 static void mif_rx_set_phase(struct fg_run *r, uint32_t phase)
 {
 	struct mif *m = r->memif;
+	int i;
 
 	if (m && m->have_urx)
 		__atomic_store_n(&m->u.phase, phase, __ATOMIC_RELEASE);
+	if (!m || phase != FG_PHASE_NONE)
+		return;
+	/* the trial's end: TX threads are done */
+	for (i = 0; i < FG_MAX_PORTS; i++) {
+		struct mif_port *p = m->ports[i];
+
+		if (p && p->full_drops)
+			fg_warn(r, "memif: %llu measured frames on %s found the peer's RX ring full "
+				"and were lost there, as on a wire (the peer did not take them in "
+				"time); they count as lost", (unsigned long long)p->full_drops,
+				r->ports[i].sp->ifname);
+	}
 }
 
 static uint64_t mif_rx_packets(struct fg_run *r, int stream)
@@ -535,6 +595,7 @@ const struct fg_rxops fg_mif_rxops = {
 	.packets = mif_rx_packets,
 	.collect = mif_rx_collect,
 	.close = mif_close,
+	.poll = mif_rx_poll,
 };
 
 #else /* !FG_HAVE_MEMIF: the backend says why it is missing */

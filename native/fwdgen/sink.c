@@ -320,7 +320,7 @@ int fg_sink_main(int argc, char **argv)
 	while (!g_stop) {
 		uint16_t got = 0, n, whole;
 
-		if (mi.up) {
+		if (mi.up && fg_mif_rx_pending(mi.conn)) {
 			memif_rx_burst(mi.conn, 0, b + have, (uint16_t)(SINK_BURST - have), &got);
 			if (got) {
 				n = (uint16_t)(have + got);
@@ -333,7 +333,7 @@ int fg_sink_main(int argc, char **argv)
 				have = (uint16_t)(n - whole);
 				memmove(b, b + whole, have * sizeof(b[0]));
 			}
-		} else {
+		} else if (!mi.up) {
 			have = 0;
 		}
 		if ((++iter & 1023) && got && mi.up)
