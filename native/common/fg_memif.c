@@ -270,8 +270,8 @@ static int probe_region(const struct fg_mif_if *i, char *err, size_t errlen)
 	return rc;
 }
 
-static struct fg_mif_sock *sock_get(struct fg_mif_ctl *c, struct fg_mif_if *i, char *err,
-				    size_t errlen)
+static int sock_get(struct fg_mif_ctl *c, struct fg_mif_if *i, struct fg_mif_sock **out,
+		    char *err, size_t errlen)
 {
 	memif_socket_args_t sa;
 	struct fg_mif_sock *s;
@@ -280,15 +280,17 @@ static struct fg_mif_sock *sock_get(struct fg_mif_ctl *c, struct fg_mif_if *i, c
 	for (k = 0; k < c->nsocks; k++) {
 		s = &c->socks[k];
 		/* one socket per path and role: both ends of a pair may be here */
-		if (!strcmp(s->path, i->path) && s->master == i->master)
-			return s;
+		if (!strcmp(s->path, i->path) && s->master == i->master) {
+			*out = s;
+			return 0;
+		}
 	}
 	if (c->nsocks >= FG_MIF_MAX_IF) {
 		errf(err, errlen, "memif %s: too many sockets", i->label);
-		return NULL;
+		return -E2BIG;
 	}
-	if (i->master && check_path(i, err, errlen))
-		return NULL;
+	if (i->master && (rc = check_path(i, err, errlen)))
+		return rc;
 	memset(&sa, 0, sizeof(sa));
 	snprintf(sa.path, sizeof(sa.path), "%s", i->path);
 	snprintf(sa.app_name, sizeof(sa.app_name), "%s", c->app);
@@ -308,7 +310,7 @@ static struct fg_mif_sock *sock_get(struct fg_mif_ctl *c, struct fg_mif_if *i, c
 	if (rc != MEMIF_ERR_SUCCESS) {
 		errf(err, errlen, "memif %s: memif_create_socket(%s): %s", i->label, i->path,
 		     memif_strerror(rc));
-		return NULL;
+		return -EINVAL;
 	}
 	snprintf(s->path, sizeof(s->path), "%s", i->path);
 	s->master = i->master;
@@ -316,7 +318,8 @@ static struct fg_mif_sock *sock_get(struct fg_mif_ctl *c, struct fg_mif_if *i, c
 		memif_register_external_region(s->h, i->ext->add, i->ext->get_addr, i->ext->del,
 					       i->ext->buffer_offset);
 	c->nsocks++;
-	return s;
+	*out = s;
+	return 0;
 }
 
 int fg_mif_ctl_init(struct fg_mif_ctl *c, const char *app, uint32_t retry_ms, char *err,
@@ -355,9 +358,8 @@ int fg_mif_add(struct fg_mif_ctl *c, struct fg_mif_if *i, char *err, size_t errl
 	}
 	if (!i->master && (rc = probe_region(i, err, errlen)))
 		return rc;
-	s = sock_get(c, i, err, errlen);
-	if (!s)
-		return -EINVAL;
+	if ((rc = sock_get(c, i, &s, err, errlen)))
+		return rc;
 	memset(&a, 0, sizeof(a));
 	a.socket = s->h;
 	a.is_master = (uint8_t)(i->master != 0);
@@ -513,9 +515,10 @@ int fg_mif_wait_up(struct fg_mif_ctl *c, double timeout_s, volatile sig_atomic_t
 memif_ring_t *fg_mif_slave_ring(struct fg_mif_if *i, int s2m)
 {
 	memif_details_t md;
+	memif_region_details_t rd;
+	memif_queue_details_t qd;
 	char buf[2048];
 	memif_ring_t *r;
-	uint32_t ring;
 	size_t ring_bytes;
 
 	memset(&md, 0, sizeof(md));
@@ -523,10 +526,12 @@ memif_ring_t *fg_mif_slave_ring(struct fg_mif_if *i, int s2m)
 	    memif_get_details(i->conn, &md, buf, sizeof(buf)) != MEMIF_ERR_SUCCESS ||
 	    md.regions_num < 1 || !md.regions || md.tx_queues_num < 1 || md.rx_queues_num < 1)
 		return NULL;
-	ring = s2m ? md.tx_queues[0].ring_size : md.rx_queues[0].ring_size;
-	ring_bytes = sizeof(memif_ring_t) + sizeof(memif_desc_t) * (size_t)ring;
+	/* libmemif packs these after the strings, unaligned: copied out */
+	memcpy(&rd, md.regions, sizeof(rd));
+	memcpy(&qd, s2m ? md.tx_queues : md.rx_queues, sizeof(qd));
+	ring_bytes = sizeof(memif_ring_t) + sizeof(memif_desc_t) * (size_t)qd.ring_size;
 	/* libmemif's slave layout: S2M ring 0 first, the M2S rings after all S2M rings */
-	r = (memif_ring_t *)((uint8_t *)md.regions[0].addr +
+	r = (memif_ring_t *)((uint8_t *)rd.addr +
 			     (s2m ? 0 : (size_t)md.tx_queues_num * ring_bytes));
 	if (r->cookie != MEMIF_COOKIE)
 		return NULL;
