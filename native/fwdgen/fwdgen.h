@@ -76,6 +76,7 @@ struct fg_txops {
 			   uint64_t stop_ns, uint32_t group);
 	int (*kpace_run)(struct fg_stream_rt *const *ss, int n, int cpu, uint64_t slice_ns,
 			 int64_t *sent, uint64_t *t_last_ns);
+	int spin;                 /* pacing: busy-wait between bursts, never sleep */
 	uint32_t max_burst;       /* frames per call at most */
 	uint32_t burst_cap;       /* pacing: largest regular burst [frames] */
 	uint32_t min_period_ns;   /* pacing: at most one burst per period */

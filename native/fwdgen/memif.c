@@ -266,6 +266,11 @@ const struct fg_txops fg_mif_txops = {
 	.set_phase = mif_tx_set_phase,
 	.burst = mif_tx_burst,
 	.close = mif_tx_close,
+	/* Busy-waits between bursts: nothing of the kernel's shares the CPU
+	 * (for afpacket/afxdp/xdp a NAPI thread may), and a sleeping TX thread
+	 * on a busy host woke late: paced at 3 Mpps it offered 1.86 (as fast
+	 * as possible, never sleeping: 6.9). */
+	.spin = 1,
 	.max_burst = 1024,
 	.burst_cap = 256,
 	.min_period_ns = 50000,

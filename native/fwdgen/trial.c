@@ -333,6 +333,7 @@ struct txthread {
 	int kn;   /* streams paced in the kernel, in one call: */
 	struct fg_stream_rt *kg[2]; /* a stream, or a load stream and its latency stream */
 	int started;
+	int spin; /* a backend of its streams wants them paced by busy-waiting */
 	int nrx;  /* ports this thread receives on between bursts (rx_inline) */
 	int rxp[FG_MAX_PORTS];
 	_Atomic int *tx_left;       /* TX threads still sending (shared) */
@@ -513,6 +514,10 @@ static void idle_until(struct txthread *t, uint64_t tb, uint64_t t_end, uint64_t
 	if (t->nrx) { /* a receiver too: it polls, never sleeps */
 		if (!rx_inline(t))
 			fg_cpu_relax();
+		return;
+	}
+	if (t->spin) { /* no kernel work shares this CPU: a sleeper woke late */
+		fg_cpu_relax();
 		return;
 	}
 	for (i = 0; i < t->n; i++) {
@@ -1137,6 +1142,7 @@ int fg_trial_main(int argc, char **argv)
 		struct txthread *t = &th[i % nth];
 
 		t->s[t->n++] = r.streams[i];
+		t->spin |= r.streams[i]->txo->spin;
 	}
 	for (i = 0; i < nth; i++) {
 		int j;
