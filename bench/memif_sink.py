@@ -66,6 +66,15 @@ def pressure() -> float | None:
         return None
 
 
+def schedstat(tid: int) -> tuple[int, int]:
+    """(CPU time, time runnable but waiting for a CPU) of a thread [ns]."""
+    try:
+        run, wait, _ = Path(f"/proc/{tid}/schedstat").read_text().split()
+        return int(run), int(wait)
+    except (OSError, ValueError):
+        return 0, 0
+
+
 def memif_run(tmp: Path, load: float | str, args) -> dict:
     """One fwdgen trial into the memif sink; the sink's count beside fwdgen's."""
     sock = tmp / "sink.sock"
@@ -83,9 +92,9 @@ def memif_run(tmp: Path, load: float | str, args) -> dict:
                              "--connect-timeout", "20"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        gen = subprocess.run([str(FWDGEN), "trial", "--spec", "-"], input=json.dumps(spec),
-                             capture_output=True, text=True, timeout=args.seconds + 60,
-                             check=False)
+        gen = subprocess.run([str(FWDGEN), "trial", "--spec", "-"],
+                             input=json.dumps(spec), capture_output=True, text=True,
+                             timeout=args.seconds + 60, check=False)
         out, err = sink.communicate(timeout=30)
     finally:
         if sink.poll() is None:
@@ -103,18 +112,37 @@ def memif_run(tmp: Path, load: float | str, args) -> dict:
             "counted": end["measured_frames"] / args.seconds,
             "sink_frames": end["measured_frames"], "ring_full": full,
             "exact": end["measured_frames"] == s["tx_packets"],
-            "tx_limited": s["tx_limited"]}
+            "tx_limited": s["tx_limited"],
+            # the receive side's cost, whatever share of its CPU it got
+            # (its busy passes: a poller's CPU time is all the time it had)
+            "sink_ns_per_frame": end["busy_s"] * 1e9 / end["frames"] if end["frames"] else None,
+            "sink_wait": end["cpu_wait_s"] / end["connected_s"] if end["connected_s"] else None}
+
+
+def napi_threads(lab: Lab) -> list[int]:
+    p = subprocess.run(["pgrep", f"^napi/{lab.sif}-"], capture_output=True, text=True,
+                       check=False)
+    return [int(x) for x in p.stdout.split()]
 
 
 def xdp_run(lab: Lab, tmp: Path, args) -> dict:
     spec = tmp / "spec-xdp.json"
     spec.write_text(json.dumps(fwdgen_spec(lab.gif, "xdp", args.seconds, args.gen_cpu)))
     argv = ["ip", "netns", "exec", lab.gen, str(FWDGEN), "trial", "--spec", str(spec)]
+    napi = napi_threads(lab)
+    before = [schedstat(t) for t in napi]
+    t0 = time.monotonic()
     accepted, res = measure(lab, argv, 1.0, args.seconds)
+    wall = time.monotonic() - t0
+    after = [schedstat(t) for t in napi]
     if res["rc"] != 0:
         raise RuntimeError(f"fwdgen xdp failed: {res['err']}")
     s = json.loads(res["out"])["streams"][0]
-    return {"offered": s["achieved_tx_pps"], "accepted": accepted}
+    run = sum(a[0] - b[0] for a, b in zip(after, before))
+    wait = sum(a[1] - b[1] for a, b in zip(after, before))
+    return {"offered": s["achieved_tx_pps"], "accepted": accepted,
+            "sink_ns_per_frame": run / (accepted * (wall - 0.5)) if accepted else None,
+            "sink_wait": wait / 1e9 / wall if napi else None}
 
 
 def ratio_ci(ratios: list[float]) -> tuple[float, float, float] | None:
@@ -127,6 +155,15 @@ def ratio_ci(ratios: list[float]) -> tuple[float, float, float] | None:
 
 def mpps(x: float) -> str:
     return f"{x / 1e6:6.3f}"
+
+
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f} %"
+
+
+def ns(rows: list[dict], key: str) -> str:
+    vals = [r[key] for r in rows if r.get(key)]
+    return f"{statistics.median(vals):.0f}" if vals else "-"
 
 
 def interval(values: list[float]) -> str:
@@ -177,9 +214,11 @@ def main() -> int:
                 m, p, x = row["memif_max"], row["memif_paced"], row["xdp"]
                 print(f"round {r + 1}: memif paced {mpps(p['offered'])} offered "
                       f"{mpps(p['counted'])} counted ({'exact' if p['exact'] else 'NOT exact'}"
-                      f", ring full {p['ring_full']}); memif max {mpps(m['counted'])} "
-                      f"({'exact' if m['exact'] else 'NOT exact'}); xdp "
-                      f"{mpps(x['offered'])} offered {mpps(x['accepted'])} accepted; "
+                      f", ring full {p['ring_full']}, sink waited {pct(p['sink_wait'])}); "
+                      f"memif max {mpps(m['counted'])} "
+                      f"({'exact' if m['exact'] else 'NOT exact'}, sink waited "
+                      f"{pct(m['sink_wait'])}); xdp {mpps(x['offered'])} offered "
+                      f"{mpps(x['accepted'])} accepted (NAPI waited {pct(x['sink_wait'])}); "
                       f"ratio {m['counted'] / x['accepted']:.2f}; CPU pressure "
                       f"{row['pressure_before']}-{row['pressure_after']} %", flush=True)
     finally:
@@ -198,6 +237,15 @@ def main() -> int:
     print(f"  xdp on veth (max)         offered  "
           f"{interval([r['xdp']['offered'] for r in rounds])}")
     print(f"  {'':25s} accepted {interval([r['xdp']['accepted'] for r in rounds])}")
+    print("  the receiving sink's CPU per frame [ns] (the memif sink's busy passes; the veth "
+          "sink's NAPI kthread, which sleeps when idle) and the time it was runnable but "
+          "waited for its CPU (other work), medians:")
+    for name, rows in (("memif paced", [r["memif_paced"] for r in rounds]),
+                       ("memif max", [r["memif_max"] for r in rounds]),
+                       ("xdp on veth", [r["xdp"] for r in rounds])):
+        waits = [x["sink_wait"] for x in rows if x["sink_wait"] is not None]
+        print(f"    {name:12s} {ns(rows, 'sink_ns_per_frame'):>5s} ns/frame, waited "
+              f"{pct(statistics.median(waits) if waits else None)}")
     ratios = [r["memif_max"]["counted"] / r["xdp"]["accepted"] for r in rounds]
     ci = ratio_ci(ratios)
     if ci:

@@ -65,6 +65,7 @@ struct sink_opts {
 
 struct sink_counts {
 	uint64_t frames, bytes, signed_frames, measured, chained;
+	uint64_t busy_ns;             /* in passes that brought frames: the work */
 	uint64_t stream[SINK_STREAMS];
 	uint64_t first_ns, last_ns; /* first and last measured frame */
 };
@@ -226,8 +227,25 @@ static void count(struct sink_counts *k, const memif_buffer_t *b, uint16_t n, in
 	}
 }
 
+/* This thread's CPU time and its time runnable but waiting for a CPU
+ * (/proc/self/schedstat: the other work of a shared host) [ns]. */
+static void cpu_times(uint64_t *run_ns, uint64_t *wait_ns)
+{
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	unsigned long long a = 0, b = 0;
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &a, &b) != 2)
+			a = b = 0;
+		fclose(f);
+	}
+	*run_ns = a;
+	*wait_ns = b;
+}
+
 static void print_end(const struct sink_opts *o, const struct fg_mif_if *mi,
-		      const struct sink_counts *k, const char *ended, double up_s)
+		      const struct sink_counts *k, const char *ended, double up_s,
+		      double cpu_s, double wait_s)
 {
 	json_t *st = json_array(), *res;
 	char *out;
@@ -238,7 +256,7 @@ static void print_end(const struct sink_opts *o, const struct fg_mif_if *mi,
 			json_array_append_new(st, json_pack("{s:i, s:I}", "stream", i, "measured",
 							    (json_int_t)k->stream[i]));
 	res = json_pack("{s:s, s:b, s:{s:s, s:I, s:s, s:I, s:I, s:I, s:I}, s:I, s:I, s:I, s:I,"
-			" s:I, s:o, s:f, s:f, s:s, s:b}",
+			" s:I, s:o, s:f, s:f, s:f, s:f, s:f, s:s, s:b}",
 			"fwdgen_version", FWDGEN_VERSION, "ok", 1,
 			"memif", "socket", o->path, "id", (json_int_t)o->id,
 			"role", o->master ? "master" : "slave", "ring_size", (json_int_t)o->ring,
@@ -251,7 +269,9 @@ static void print_end(const struct sink_opts *o, const struct fg_mif_if *mi,
 			"streams", st,
 			"measured_span_s", k->last_ns > k->first_ns ?
 				(double)(k->last_ns - k->first_ns) * 1e-9 : 0.0,
-			"connected_s", up_s, "ended", ended, "count_only", o->count_only);
+			"connected_s", up_s, "cpu_s", cpu_s, "cpu_wait_s", wait_s,
+			"busy_s", (double)k->busy_ns * 1e-9,
+			"ended", ended, "count_only", o->count_only);
 	out = json_dumps(res, JSON_COMPACT);
 	if (out)
 		puts(out);
@@ -279,7 +299,7 @@ int fg_sink_main(int argc, char **argv)
 	memif_buffer_t b[SINK_BURST];
 	char err[512];
 	const char *ended = "signal";
-	uint64_t t_up = 0, t_end = 0, iter = 0, up_ns = 0;
+	uint64_t t_up = 0, t_end = 0, iter = 0, up_ns = 0, run0, wait0, run1, wait1;
 	uint16_t have = 0; /* segments of a chain the last burst cut */
 	int rc;
 
@@ -324,12 +344,15 @@ int fg_sink_main(int argc, char **argv)
 		return FG_EXIT_RUNTIME;
 	}
 	t_up = fg_now_ns();
+	cpu_times(&run0, &wait0);
 	if (o.duration > 0)
 		t_end = t_up + (uint64_t)(o.duration * 1e9);
 	while (!g_stop) {
 		uint16_t got = 0, n, whole;
 
 		if (mi.up && fg_mif_rx_pending(mi.conn)) {
+			uint64_t t0 = fg_now_ns();
+
 			memif_rx_burst(mi.conn, 0, b + have, (uint16_t)(SINK_BURST - have), &got);
 			if (got) {
 				n = (uint16_t)(have + got);
@@ -341,6 +364,7 @@ int fg_sink_main(int argc, char **argv)
 					memif_refill_queue(mi.conn, 0, whole, 0);
 				have = (uint16_t)(n - whole);
 				memmove(b, b + whole, have * sizeof(b[0]));
+				k.busy_ns += fg_now_ns() - t0;
 			}
 		} else if (!mi.up) {
 			have = 0;
@@ -377,7 +401,9 @@ int fg_sink_main(int argc, char **argv)
 		}
 	}
 	up_ns = fg_now_ns() - t_up;
-	print_end(&o, &mi, &k, ended, (double)up_ns * 1e-9);
+	cpu_times(&run1, &wait1);
+	print_end(&o, &mi, &k, ended, (double)up_ns * 1e-9, (double)(run1 - run0) * 1e-9,
+		  (double)(wait1 - wait0) * 1e-9);
 	fg_mif_ctl_fini(&ctl);
 	return FG_EXIT_OK;
 }
