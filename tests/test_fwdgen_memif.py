@@ -9,16 +9,21 @@ jumbo frames; the errors (socket in use, no peer, refused memory, a peer
 killed mid-trial); and nothing left behind (socket files, processes,
 /dev/shm files, vfwd's fds and mappings across reconnections).
 
-Loads are modest (20-50 kpps) and the generator and vfwd sit on different CPUs where
-there are two: this host's other work can take a CPU for milliseconds, and
-memif, like a wire, loses what a full ring cannot take. A trial that lost
-frames to a full ring (the result's warning says so) is run again, at most
-twice; every assertion is on the last run."""
+Loads are modest (20-100 kpps) and the generator and vfwd sit on
+different CPUs where there are two: this host's other work can take a CPU
+for milliseconds, and memif, like a wire, loses what a full ring cannot
+take. A trial that lost frames to a full ring (the result's warning says
+so), fell behind its schedule, or lost frames where none may be lost is run
+again, at most twice. Every run must account for every frame (received, or
+lost where it was counted: fwdgen's full-ring warning, vfwd's drops); exact
+counts are asserted on an undisturbed run (three disturbed runs in a row: a
+warning says the exact counts were not asserted)."""
 from __future__ import annotations
 
 import json
 import os
 import signal
+import warnings
 import subprocess
 import time
 from contextlib import contextmanager
@@ -113,6 +118,46 @@ def trial(spec: dict, exact: bool = True, **kw) -> dict:
     return doc
 
 
+def full_drops(doc: dict) -> int:
+    """Measured frames fwdgen found a full ring for (its warnings)."""
+    return sum(int(w.split()[1]) for w in doc["warnings"] if "RX ring full" in w)
+
+
+def sent_and_received(doc: dict) -> tuple[int, int]:
+    """Frames sent and received, load and latency streams."""
+    tx = rx = 0
+    for s in doc["streams"]:
+        tx += s["tx_packets"]
+        rx += s["rx_packets"]
+        if s["latency_stream"]:
+            tx += s["latency_stream"]["tx_packets"]
+            rx += s["latency_stream"]["rx_packets"]
+    return tx, rx
+
+
+def dut_trial(v: "Vfwd", spec: dict, exact: bool = True) -> tuple[dict, bool]:
+    """A trial through vfwd (no warm-up: vfwd's counters then cover exactly
+    the measured frames). Every frame is accounted for on every run, received
+    or lost where it was counted: a full ring at fwdgen (its warning), vfwd's
+    TX drops, vfwd's drop nodes. Run again (twice at most) while this host's
+    other work disturbs it; returns the last result and whether it was
+    disturbed (then its exact counts are not asserted, the accounting is)."""
+    spec = dict(spec, warmup_s=0)
+    for _ in range(3):
+        before = v.dropped()
+        rc, doc, err = fwdgen(spec)
+        assert rc == 0, err
+        dropped = v.dropped() - before
+        tx, rx = sent_and_received(doc)
+        assert rx + full_drops(doc) + dropped == tx, (tx, rx, full_drops(doc), dropped,
+                                                      doc["warnings"])
+        if not disturbed(doc, exact):
+            return doc, False
+    warnings.warn(f"memif trial disturbed 3 times by this host's other work: exact counts "
+                  f"not asserted, the accounting was ({doc['warnings']})")
+    return doc, True
+
+
 def assert_exact(s: dict, latency: bool = True) -> None:
     assert s["tx_packets"] == s["intended_packets"], s
     assert s["rx_packets"] == s["tx_packets"], s
@@ -192,28 +237,33 @@ def sink(sock: Path, *args: str):
 
 def test_sink_counts_what_fwdgen_sent(sockdir):
     sock = sockdir / "sink.sock"
-    spec = spec_for([port("g0", sock)], 200_000, latency=None,
+    spec = spec_for([port("g0", sock)], 100_000, latency=None,
                     streams=[{"id": 0, "tx_port": 0, "rx_port": None, "src": V4[0],
                               "dst": V4[1]}])
-    with sink(sock) as p:
-        rc, doc, err = fwdgen(spec)
-        out, serr = p.communicate(timeout=30)
-    assert rc == 0, err
+    for _ in range(3):          # (disturbed: see the module's docstring)
+        with sink(sock) as p:
+            rc, doc, err = fwdgen(spec)
+            out, serr = p.communicate(timeout=30)
+        assert rc == 0, err
+        if not disturbed(doc, exact=False):
+            break
     lines = out.splitlines()
     assert json.loads(lines[0]) == {"event": "up", "connects": 1}
     end = json.loads(lines[-1])
     assert p.returncode == 0, serr
     assert end["ended"] == "peer"               # it stops when fwdgen goes
     s = doc["streams"][0]
-    assert s["tx_packets"] == 200_000 and s["rx_backend"] == "none"
-    if not ring_full(doc):
-        assert end["measured_frames"] == s["tx_packets"]
-    assert end["measured_frames"] + sum(int(w.split()[1]) for w in doc["warnings"]
-                                        if "RX ring full" in w) == s["tx_packets"]
+    assert s["rx_backend"] == "none"
+    # every frame sent is counted by the sink or was refused by its full ring
+    assert end["measured_frames"] + full_drops(doc) == s["tx_packets"]
+    if not disturbed(doc, exact=False):
+        assert end["measured_frames"] == s["tx_packets"] == 100_000
     assert end["streams"] == [{"stream": 0, "measured": end["measured_frames"]}]
     # every frame is signed: warm-up and measured phase
     assert end["signed_frames"] == end["frames"] >= end["measured_frames"]
     assert end["bytes"] == 60 * end["frames"]
+    assert 0 < end["busy_s"] <= end["cpu_s"] <= end["connected_s"] + 0.01
+    assert end["cpu_wait_s"] >= 0
 
 
 def test_sink_times_out_saying_where_it_looked(sockdir):
@@ -251,6 +301,12 @@ class Vfwd:
             while chunk := s.recv(65536):
                 buf += chunk
         return json.loads(buf)
+
+    def dropped(self) -> int:
+        """Frames vfwd dropped: TX (full ring, cap) and drop nodes, cumulative."""
+        st = self.stats()
+        return st["drops_total"] + sum(p["tx_dropped"] + p["kernel_rx_dropped"]
+                                       for p in st["ports"])
 
     def fds(self) -> int:
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
@@ -302,9 +358,10 @@ def test_vfwd_xconnect_zero_copy_counts_exactly_and_leaks_nothing(sockdir):
     with vfwd(sockdir, XCONNECT.format(s=sockdir)) as v:
         fds = maps = None
         for k in range(3):       # a connection per trial: nothing grows
-            doc = trial(spec_for(dut_ports(sockdir), 40_000, bidir=True))
+            doc, shaken = dut_trial(v, spec_for(dut_ports(sockdir), 40_000, bidir=True))
             for s in doc["streams"]:
-                assert_exact(s)
+                if not shaken:
+                    assert_exact(s)
             st = v.stats()
             if k == 0:
                 fds, maps = v.fds(), v.memfd_maps()
@@ -314,7 +371,7 @@ def test_vfwd_xconnect_zero_copy_counts_exactly_and_leaks_nothing(sockdir):
             m = p["memif"]
             assert m["role"] == "slave" and m["zero_copy"] is True
             assert m["connects"] == m["disconnects"] >= 3 and m["connected"] is False
-            assert p["tx_dropped"] == 0 and m["chained_dropped"] == 0
+            assert m["chained_dropped"] == 0
         w = st["workers_detail"][0]
         assert w["buffers_free"] == w["buffers"] == 2 * 4096   # every buffer is back
         assert st["nodes"]["l2-xconnect"]["packets"] == sum(p["rx_packets"]
@@ -322,33 +379,31 @@ def test_vfwd_xconnect_zero_copy_counts_exactly_and_leaks_nothing(sockdir):
 
 
 def test_vfwd_router_imix_loss_is_exact(sockdir):
-    """Half of the destinations have no route: exactly those frames are lost,
-    and vfwd's drop counter says so; IMIX, both directions."""
+    """IMIX both ways through the router; then half of the destinations have
+    no route: exactly those frames are lost, and vfwd's drop counter says so."""
     with vfwd(sockdir, ROUTER.format(s=sockdir)) as v:
         spec = spec_for(dut_ports(sockdir), 30_000, bidir=True, frame_size="imix", flows=64,
                         latency=None)
         spec["profile"]["vary"] = ["dst_ip"]
-        before = v.stats()["drops"].get("ip4-lookup: no route", 0)
-        doc = trial(spec)
-        fwd, back = doc["streams"]
-        after = v.stats()["drops"].get("ip4-lookup: no route", 0)
-    # 198.19.128.0/17 + k, k < 64: all in the routed /18 -> no loss that way
-    assert_exact(back, latency=False)
-    assert fwd["tx_packets"] == 30_000 and fwd["lost"] == 0 and fwd["rx_packets"] == 30_000
-    # now half of the flows outside the route: 198.19.128.0 + 16384 * k
-    with vfwd(sockdir, ROUTER.format(s=sockdir)) as v:
+        # 198.19.128.0/17 + k, k < 64: all in the routed /18
+        doc, shaken = dut_trial(v, spec)
+        if not shaken:
+            for s in doc["streams"]:
+                assert_exact(s, latency=False)
+        # flow 0 to 198.19.191.255 (routed), flow 1 to 198.19.192.0 (no route)
         spec["streams"] = [{"id": 0, "tx_port": 0, "rx_port": 1, "src": V4[0],
-                            "dst": "198.19.128.0/17"}]
+                            "dst": "198.19.191.255/17"}]
         spec["profile"].update(flows=2, vary=["dst_ip"])
-        spec["streams"][0]["dst"] = "198.19.191.255/17"   # flow 0 routed, flow 1 not
         before = v.stats()["drops"].get("ip4-lookup: no route", 0)
-        doc = trial(spec, exact=False)
-        after = v.stats()["drops"].get("ip4-lookup: no route", 0)
+        doc, shaken = dut_trial(v, spec, exact=False)
+        no_route = v.stats()["drops"].get("ip4-lookup: no route", 0) - before
     s = doc["streams"][0]
-    assert s["tx_packets"] == 30_000
-    assert s["rx_packets"] == 15_000 and s["lost"] == 15_000
     assert s["reordered"] == 0 and s["duplicated"] == 0
-    assert after - before >= 15_000       # (warm-up frames too)
+    # no warm-up: the trial's own frames, every second one (flow 1)
+    assert no_route == (s["tx_packets"] - full_drops(doc)) // 2 or shaken
+    if not shaken:
+        assert s["tx_packets"] == 30_000
+        assert s["rx_packets"] == 15_000 and s["lost"] == 15_000 and no_route == 15_000
 
 
 def test_vfwd_as_master_copies(sockdir):
@@ -360,9 +415,10 @@ def test_vfwd_as_master_copies(sockdir):
         ports = dut_ports(sockdir)
         for p in ports:
             p["memif"]["role"] = "slave"
-        doc = trial(spec_for(ports, 20_000, bidir=True, frame_size="imix"))
+        doc, shaken = dut_trial(v, spec_for(ports, 20_000, bidir=True, frame_size="imix"))
         for s in doc["streams"]:
-            assert_exact(s)
+            if not shaken:
+                assert_exact(s)
         for p in v.stats()["ports"]:
             assert p["memif"]["role"] == "master" and p["memif"]["zero_copy"] is False
     # vfwd removed the socket files it bound (the fixture checks the directory)
