@@ -33,7 +33,7 @@ else
 MEMIF_OK     :=
 MEMIF_LIB    :=
 MEMIF_CFLAGS :=
-MEMIF_WHY    := no VPP source tarball at $(LIBMEMIF_SRC) when fwdgen was built \
+MEMIF_WHY    := no VPP source tarball at $(LIBMEMIF_SRC) at build time \
                 (make -C native LIBMEMIF_SRC=/path/to/vpp-26.06.tar.xz)
 ifndef MEMIF_SAID
 $(info native: $(LIBMEMIF_SRC) not found: building without memif (set LIBMEMIF_SRC or VPP_SRC to VPP's source tarball))
