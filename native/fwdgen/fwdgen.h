@@ -3,7 +3,7 @@
  * fwdgen runtime: one trial = a set of streams (load streams and their
  * optional latency streams), each sent by a TX backend on its tx port and
  * counted by an RX backend on its rx port. Backends: xdp.c, afxdp.c,
- * afpacket.c.
+ * afpacket.c, memif.c.
  */
 #ifndef FWDGEN_H
 #define FWDGEN_H
@@ -76,6 +76,7 @@ struct fg_txops {
 			   uint64_t stop_ns, uint32_t group);
 	int (*kpace_run)(struct fg_stream_rt *const *ss, int n, int cpu, uint64_t slice_ns,
 			 int64_t *sent, uint64_t *t_last_ns);
+	int spin;                 /* pacing: busy-wait between bursts, never sleep */
 	uint32_t max_burst;       /* frames per call at most */
 	uint32_t burst_cap;       /* pacing: largest regular burst [frames] */
 	uint32_t min_period_ns;   /* pacing: at most one burst per period */
@@ -89,10 +90,15 @@ struct fg_rxops {
 	uint64_t (*packets)(struct fg_run *r, int stream); /* live, unique */
 	int (*collect)(struct fg_run *r, int stream, struct fg_rx_final *out);
 	void (*close)(struct fg_run *r);
+	/* Optional: receive on a port marked rx_inline (no receiver thread of
+	 * its own) once; frames handled, or -errno. Called by the TX thread of
+	 * the port's CPU between bursts, and by the trial during the drain. */
+	int (*poll)(struct fg_run *r, int port);
 };
 
-extern const struct fg_txops fg_xdp_txops, fg_afp_txops, fg_afx_txops;
-extern const struct fg_rxops fg_xdp_rxops, fg_afp_rxops, fg_afx_rxops, fg_none_rxops;
+extern const struct fg_txops fg_xdp_txops, fg_afp_txops, fg_afx_txops, fg_mif_txops;
+extern const struct fg_rxops fg_xdp_rxops, fg_afp_rxops, fg_afx_rxops, fg_mif_rxops,
+	fg_none_rxops;
 
 struct fg_port_rt {
 	const struct fg_spec_port *sp;
@@ -101,6 +107,8 @@ struct fg_port_rt {
 	int mtu;
 	int tx_used, rx_used;
 	enum fg_backend backend; /* resolved */
+	int rx_inline;           /* received by a TX thread's polls (rxops->poll) */
+	int rx_cpu;              /* ... by the one on this CPU (-1: any) */
 };
 
 struct fg_stream_rt {
@@ -148,6 +156,7 @@ struct fg_run {
 	void *xdp_rx;
 	void *afp_rx;
 	void *afxdp;              /* afxdp sockets (TX and RX) */
+	void *memif;              /* memif interfaces (TX and RX) */
 	uint64_t t0_ns, t1_ns;    /* warm-up start, measured start */
 	int nsamples;
 	struct fg_sample *samples;
@@ -162,8 +171,15 @@ void fg_warn(struct fg_run *r, const char *fmt, ...) __attribute__((format(print
 void fg_xdp_tx_cleanup(struct fg_run *r);
 const char *fg_xdp_tx_warning(struct fg_run *r);
 
+/* memif.c: 1 if this build has libmemif, else 0 and why in err */
+int fg_memif_available(char *err, size_t errlen);
+/* The MAC of a memif port without spec.ports[].mac: 02:fb:6d:00:00:<index+1> */
+void fg_memif_default_mac(int port, uint8_t mac[6]);
+
 /* trial.c */
 int fg_trial_main(int argc, char **argv);
+/* sink.c: the memif drop sink */
+int fg_sink_main(int argc, char **argv);
 /* path.c: the test path forwarder */
 int fg_path_main(int argc, char **argv);
 /* errors */

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <jansson.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <linux/if_ether.h>
@@ -16,6 +18,7 @@
 
 void fg_trial_usage(FILE *f);
 void fg_path_usage(FILE *f);
+void fg_sink_usage(FILE *f);
 
 static void usage(FILE *f)
 {
@@ -29,6 +32,7 @@ static void usage(FILE *f)
 		"commands:\n"
 		"  trial      run one trial from a JSON spec, print a JSON result\n"
 		"  check      probe the backends on this kernel, print JSON\n"
+		"  sink       memif drop sink for benchmarks: counts what arrives, drops it\n"
 		"  xdp-path   test aid: XDP forwarder that drops every k-th signed frame\n\n"
 		"backends (per port, spec.ports[].backend):\n"
 		"  xdp        TX by BPF_PROG_RUN live frames, RX counted in an XDP program\n"
@@ -36,6 +40,8 @@ static void usage(FILE *f)
 		"  afxdp      AF_XDP socket per port (copy mode on veth), busy-polled, frames\n"
 		"             up to %d B\n"
 		"  afpacket   TX by sendmmsg (PACKET_QDISC_BYPASS), RX by busy-polled recvmmsg\n"
+		"  memif      a memif interface (libmemif; spec.ports[].memif: UNIX socket, id,\n"
+		"             role), no kernel on the path: for user-space data planes\n"
 		"  auto       xdp when it fits and loads, else afpacket\n\n"
 		"global options:\n"
 		"  --help     show this help (and `fwdgen COMMAND --help`)\n"
@@ -44,8 +50,10 @@ static void usage(FILE *f)
 	fg_trial_usage(f);
 	fprintf(f, "\n");
 	fg_path_usage(f);
+	fprintf(f, "\n");
+	fg_sink_usage(f);
 	fprintf(f, "\nusage: fwdgen check\n\nPrints {\"fwdgen_version\",\"xdp\",\"afpacket\","
-		   "\"errors\"}; exit 0 if at least one backend works, else 3.\n");
+		   "\"memif\",\"errors\"}; exit 0 if at least one backend works, else 3.\n");
 }
 
 /* Can this process load the TX program and run it in live-frame mode? */
@@ -75,20 +83,45 @@ static int probe_xdp(char *err, size_t errlen)
 	return rc == 0;
 }
 
+/* memif: built with libmemif, and the kernel has memfd_create (its shared
+ * memory) */
+static int probe_memif(char *err, size_t errlen)
+{
+	int fd;
+
+	if (!fg_memif_available(err, errlen))
+		return 0;
+	fd = memfd_create("fwdgen check", MFD_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "memfd_create: %s", strerror(errno));
+		return 0;
+	}
+	close(fd);
+	return 1;
+}
+
 static int do_check(void)
 {
-	char xerr[256] = "", aerr[256] = "";
+	char xerr[256] = "", aerr[256] = "", merr[512] = "";
 	int xdp = probe_xdp(xerr, sizeof(xerr));
 	int fd = socket(AF_PACKET, SOCK_RAW, 0), afp = fd >= 0;
+	int mif = probe_memif(merr, sizeof(merr));
+	json_t *o;
+	char *out;
 
 	if (fd >= 0)
 		close(fd);
 	else
 		snprintf(aerr, sizeof(aerr), "socket(AF_PACKET): %s", strerror(errno));
-	printf("{\"fwdgen_version\":\"%s\",\"xdp\":%s,\"afpacket\":%s,\"errors\":{\"xdp\":\"%s\","
-	       "\"afpacket\":\"%s\"}}\n",
-	       FWDGEN_VERSION, xdp ? "true" : "false", afp ? "true" : "false", xerr, aerr);
-	return xdp || afp ? FG_EXIT_OK : FG_EXIT_RUNTIME;
+	o = json_pack("{s:s, s:b, s:b, s:b, s:{s:s, s:s, s:s}}", "fwdgen_version", FWDGEN_VERSION,
+		      "xdp", xdp, "afpacket", afp, "memif", mif, "errors", "xdp", xerr,
+		      "afpacket", aerr, "memif", merr);
+	out = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	if (out)
+		puts(out);
+	free(out);
+	json_decref(o);
+	return xdp || afp || mif ? FG_EXIT_OK : FG_EXIT_RUNTIME;
 }
 
 static int silent_print(enum libbpf_print_level lvl, const char *fmt, va_list ap)
@@ -127,6 +160,8 @@ int main(int argc, char **argv)
 		return do_check();
 	if (!strcmp(argv[1], "xdp-path"))
 		return fg_path_main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "sink"))
+		return fg_sink_main(argc - 1, argv + 1);
 	fprintf(stderr, "fwdgen: unknown command \"%s\" (see fwdgen --help)\n", argv[1]);
 	return FG_EXIT_BADINPUT;
 }

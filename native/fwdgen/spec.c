@@ -34,6 +34,7 @@ const char *fg_backend_name(enum fg_backend b)
 	case FG_BACKEND_XDP: return "xdp";
 	case FG_BACKEND_AFPACKET: return "afpacket";
 	case FG_BACKEND_AFXDP: return "afxdp";
+	case FG_BACKEND_MEMIF: return "memif";
 	default: return "auto";
 	}
 }
@@ -128,10 +129,70 @@ static int get_mac(struct perr *e, const char *path, json_t *v, uint8_t mac[6])
 	return 0;
 }
 
+/* ports[i].memif: socket (required), id, role, ring_size, buffer_size,
+ * connect_timeout_s */
+static int parse_memif(struct perr *e, size_t i, json_t *o, struct fg_spec_memif *m)
+{
+	static const char *const keys[] = {"socket", "id", "role", "ring_size", "buffer_size",
+					   "connect_timeout_s", NULL};
+	char p[96], role[16];
+	long long x;
+	json_t *v;
+
+	snprintf(p, sizeof(p), "spec.ports[%zu].memif", i);
+	if (only_keys(e, p, o, keys))
+		return -1;
+	m->master = 1;
+	m->ring_size = 1024;
+	m->buffer_size = 2048;
+	m->connect_timeout_s = 10;
+	snprintf(p, sizeof(p), "spec.ports[%zu].memif.socket", i);
+	if (!(v = json_object_get(o, "socket")))
+		return fail(e, p, "is required (a UNIX socket path, or @name for an abstract one)");
+	if (get_str(e, p, v, m->socket, sizeof(m->socket)))
+		return -1;
+	if ((v = json_object_get(o, "id"))) {
+		snprintf(p, sizeof(p), "spec.ports[%zu].memif.id", i);
+		if (get_int(e, p, v, 0, 0xffffffffLL, &x))
+			return -1;
+		m->id = (uint32_t)x;
+	}
+	if ((v = json_object_get(o, "role"))) {
+		snprintf(p, sizeof(p), "spec.ports[%zu].memif.role", i);
+		if (get_str(e, p, v, role, sizeof(role)))
+			return -1;
+		if (!strcmp(role, "slave"))
+			m->master = 0;
+		else if (strcmp(role, "master"))
+			return fail(e, p, "\"%s\" is not master or slave", role);
+	}
+	if ((v = json_object_get(o, "ring_size"))) {
+		snprintf(p, sizeof(p), "spec.ports[%zu].memif.ring_size", i);
+		if (get_int(e, p, v, 2, 16384, &x))
+			return -1;
+		if (x & (x - 1))
+			return fail(e, p, "%lld is not a power of two (libmemif's rings are 2..16384 "
+				    "slots)", x);
+		m->ring_size = (uint32_t)x;
+	}
+	if ((v = json_object_get(o, "buffer_size"))) {
+		snprintf(p, sizeof(p), "spec.ports[%zu].memif.buffer_size", i);
+		if (get_int(e, p, v, 128, 65535, &x))
+			return -1;
+		m->buffer_size = (uint32_t)x;
+	}
+	if ((v = json_object_get(o, "connect_timeout_s"))) {
+		snprintf(p, sizeof(p), "spec.ports[%zu].memif.connect_timeout_s", i);
+		if (get_num(e, p, v, 0.01, 3600, &m->connect_timeout_s))
+			return -1;
+	}
+	return 0;
+}
+
 static int parse_ports(struct perr *e, json_t *arr, struct fg_spec *sp)
 {
 	static const char *const keys[] = {"ifname", "mac", "peer_mac", "backend",
-					   "burst_period_us", NULL};
+					   "burst_period_us", "memif", NULL};
 	char p[96];
 	size_t i;
 	json_t *o, *v;
@@ -176,8 +237,26 @@ static int parse_ports(struct perr *e, json_t *arr, struct fg_spec *sp)
 				pt->backend = FG_BACKEND_AFPACKET;
 			else if (!strcmp(b, "afxdp"))
 				pt->backend = FG_BACKEND_AFXDP;
+			else if (!strcmp(b, "memif"))
+				pt->backend = FG_BACKEND_MEMIF;
 			else if (strcmp(b, "auto"))
-				return fail(e, p, "\"%s\" is not one of auto, xdp, afxdp, afpacket", b);
+				return fail(e, p, "\"%s\" is not one of auto, xdp, afxdp, afpacket, "
+					    "memif", b);
+		}
+		if ((v = json_object_get(o, "memif"))) {
+			snprintf(p, sizeof(p), "spec.ports[%zu].memif", i);
+			if (pt->backend == FG_BACKEND_AUTO)
+				pt->backend = FG_BACKEND_MEMIF;
+			if (pt->backend != FG_BACKEND_MEMIF)
+				return fail(e, p, "only a port with backend memif has memif settings "
+					    "(backend is %s)", fg_backend_name(pt->backend));
+			if (parse_memif(e, i, v, &pt->memif))
+				return -1;
+			pt->has_memif = 1;
+		} else if (pt->backend == FG_BACKEND_MEMIF) {
+			snprintf(p, sizeof(p), "spec.ports[%zu].memif", i);
+			return fail(e, p, "is required with backend memif: "
+				    "{\"socket\": \"/run/x/tg0.sock\", \"id\": 0, \"role\": \"master\"}");
 		}
 		if ((v = json_object_get(o, "burst_period_us"))) {
 			double us;

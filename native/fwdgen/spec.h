@@ -14,7 +14,18 @@
 #define FG_MAX_LOAD_STREAMS 16
 #define FG_MAX_CPUS 64
 
-enum fg_backend { FG_BACKEND_AUTO, FG_BACKEND_XDP, FG_BACKEND_AFPACKET, FG_BACKEND_AFXDP };
+enum fg_backend { FG_BACKEND_AUTO, FG_BACKEND_XDP, FG_BACKEND_AFPACKET, FG_BACKEND_AFXDP,
+		  FG_BACKEND_MEMIF };
+
+/* A memif port (docs/contracts.md): a memif interface, not a kernel one. */
+struct fg_spec_memif {
+	char socket[108];         /* UNIX socket path, or "@name" (abstract) */
+	uint32_t id;              /* interface id on the socket */
+	int master;               /* 1: fwdgen listens (default); 0: connects */
+	uint32_t ring_size;       /* slots per ring (as slave; a master takes the peer's) */
+	uint32_t buffer_size;     /* bytes per buffer (as slave) */
+	double connect_timeout_s; /* the peer must connect within it */
+};
 
 struct fg_spec_port {
 	char ifname[IF_NAMESIZE];
@@ -22,6 +33,8 @@ struct fg_spec_port {
 	int has_mac, has_peer_mac;
 	enum fg_backend backend;
 	uint64_t burst_period_ns; /* pacing: one TX burst per period at most (0: backend's) */
+	int has_memif;
+	struct fg_spec_memif memif;
 };
 
 struct fg_spec_stream {

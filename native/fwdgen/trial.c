@@ -86,7 +86,7 @@ static const struct opt_def trial_optdefs[] = {
 	{"spec", OPT_STR, OFF(spec), "FILE|-",
 	 "trial spec, JSON (docs/contracts.md section 1); '-' reads stdin (required)"},
 	{"backend", OPT_STR, OFF(backend), "NAME",
-	 "override every port's backend: auto, xdp, afxdp or afpacket"},
+	 "override the backend of every port but memif ones: auto, xdp, afxdp or afpacket"},
 	{"load-pps", OPT_NUM, OFF(load_pps), "PPS",
 	 "override spec.load_pps [pps per stream]; 0 = as fast as possible"},
 	{"duration", OPT_NUM, OFF(duration_s), "S", "override spec.duration_s [s]"},
@@ -114,7 +114,9 @@ void fg_trial_usage(FILE *f)
 	}
 	fprintf(f, "\nspec in brief (docs/contracts.md has every field and default):\n"
 		   "  ports[]    ifname, peer_mac (required to transmit), mac, backend,\n"
-		   "             burst_period_us (pacing: at most one burst per period)\n"
+		   "             burst_period_us (pacing: at most one burst per period),\n"
+		   "             memif {socket, id, role master|slave, ring_size, buffer_size,\n"
+		   "             connect_timeout_s} (backend memif: no kernel interface)\n"
 		   "  streams[]  id, tx_port, rx_port (null: send only), src, dst (address or\n"
 		   "             prefix), src_port, dst_port\n"
 		   "  profile    l3 ipv4|ipv6, frame_size 64..9000 (IPv6 >= 82) or \"imix\",\n"
@@ -311,6 +313,16 @@ static struct fg_stream_rt *make_stream(struct fg_run *r, int idx, int load_idx,
 
 /* ---- TX threads ------------------------------------------------------- */
 
+static const struct fg_rxops *fg_rxops_of(enum fg_backend b)
+{
+	static const struct fg_rxops *const rx[] = {
+		[FG_BACKEND_XDP] = &fg_xdp_rxops, [FG_BACKEND_AFPACKET] = &fg_afp_rxops,
+		[FG_BACKEND_AFXDP] = &fg_afx_rxops, [FG_BACKEND_MEMIF] = &fg_mif_rxops,
+	};
+
+	return rx[b];
+}
+
 struct txthread {
 	struct fg_run *r;
 	pthread_t th;
@@ -321,7 +333,25 @@ struct txthread {
 	int kn;   /* streams paced in the kernel, in one call: */
 	struct fg_stream_rt *kg[2]; /* a stream, or a load stream and its latency stream */
 	int started;
+	int spin; /* a backend of its streams wants them paced by busy-waiting */
+	int nrx;  /* ports this thread receives on between bursts (rx_inline) */
+	int rxp[FG_MAX_PORTS];
+	_Atomic int *tx_left;       /* TX threads still sending (shared) */
 };
+
+/* Receive once on the thread's inline ports; frames handled. */
+static int rx_inline(struct txthread *t)
+{
+	int k, n = 0;
+
+	for (k = 0; k < t->nrx; k++) {
+		const struct fg_port_rt *p = &t->r->ports[t->rxp[k]];
+		int got = fg_rxops_of(p->backend)->poll(t->r, t->rxp[k]);
+
+		n += got > 0 ? got : 0;
+	}
+	return n;
+}
 
 static void spin_until(uint64_t t)
 {
@@ -481,6 +511,15 @@ static void idle_until(struct txthread *t, uint64_t tb, uint64_t t_end, uint64_t
 	uint64_t next = t_end;
 	int i;
 
+	if (t->nrx) { /* a receiver too: it polls, never sleeps */
+		if (!rx_inline(t))
+			fg_cpu_relax();
+		return;
+	}
+	if (t->spin) { /* no kernel work shares this CPU: a sleeper woke late */
+		fg_cpu_relax();
+		return;
+	}
 	for (i = 0; i < t->n; i++) {
 		struct fg_stream_rt *s = t->s[i];
 		uint64_t at;
@@ -588,6 +627,8 @@ static void run_phase(struct txthread *t, uint32_t phase, uint64_t tb, double du
 			break;
 		if (!progressed)
 			idle_until(t, tb, t_end, now);
+		else if (t->nrx)
+			rx_inline(t);
 	}
 }
 
@@ -607,6 +648,11 @@ static void *tx_main(void *arg)
 	if (r->sp->warmup_s > 0)
 		run_phase(t, FG_PHASE_WARMUP, r->t0_ns, r->sp->warmup_s);
 	run_phase(t, FG_PHASE_MEASURE, r->t1_ns, r->sp->duration_s);
+	/* a receiver goes on while other threads still send */
+	atomic_fetch_sub(t->tx_left, 1);
+	while (t->nrx && atomic_load(t->tx_left) > 0 && !fg_stop)
+		if (!rx_inline(t))
+			fg_cpu_relax();
 	return NULL;
 }
 
@@ -777,6 +823,7 @@ static void close_all(struct fg_run *r)
 	fg_xdp_rxops.close(r);
 	fg_afp_rxops.close(r);
 	fg_afx_rxops.close(r); /* all afxdp sockets, TX ones too */
+	fg_mif_rxops.close(r); /* all memif interfaces */
 }
 
 static int open_all(struct fg_run *r, char *err, size_t errlen)
@@ -785,18 +832,13 @@ static int open_all(struct fg_run *r, char *err, size_t errlen)
 
 	for (i = 0; i < r->nstreams; i++) {
 		struct fg_stream_rt *s = r->streams[i];
-
 		static const struct fg_txops *const tx[] = {
 			[FG_BACKEND_XDP] = &fg_xdp_txops, [FG_BACKEND_AFPACKET] = &fg_afp_txops,
-			[FG_BACKEND_AFXDP] = &fg_afx_txops,
-		};
-		static const struct fg_rxops *const rx[] = {
-			[FG_BACKEND_XDP] = &fg_xdp_rxops, [FG_BACKEND_AFPACKET] = &fg_afp_rxops,
-			[FG_BACKEND_AFXDP] = &fg_afx_rxops,
+			[FG_BACKEND_AFXDP] = &fg_afx_txops, [FG_BACKEND_MEMIF] = &fg_mif_txops,
 		};
 
 		s->txo = tx[r->ports[s->tx_port].backend];
-		s->rxo = s->rx_port < 0 ? &fg_none_rxops : rx[r->ports[s->rx_port].backend];
+		s->rxo = s->rx_port < 0 ? &fg_none_rxops : fg_rxops_of(r->ports[s->rx_port].backend);
 	}
 	/* receivers first: an afxdp port's socket is created with its RX ring */
 	rc = fg_xdp_rxops.open(r, err, errlen);
@@ -804,6 +846,8 @@ static int open_all(struct fg_run *r, char *err, size_t errlen)
 		rc = fg_afp_rxops.open(r, err, errlen);
 	if (!rc)
 		rc = fg_afx_rxops.open(r, err, errlen);
+	if (!rc) /* every memif port, TX ones too: waits for the peers to connect */
+		rc = fg_mif_rxops.open(r, err, errlen);
 	for (i = 0; !rc && i < r->nstreams; i++) {
 		struct fg_stream_rt *s = r->streams[i];
 
@@ -827,6 +871,10 @@ static int resolve_backends(struct fg_run *r, const char *override, int force_af
 		struct fg_port_rt *p = &r->ports[i];
 		enum fg_backend b = p->sp->backend;
 
+		if (b == FG_BACKEND_MEMIF) { /* no kernel interface: --backend leaves it */
+			p->backend = b;
+			continue;
+		}
 		if (override)
 			b = !strcmp(override, "xdp") ? FG_BACKEND_XDP
 			  : !strcmp(override, "afpacket") ? FG_BACKEND_AFPACKET
@@ -872,9 +920,35 @@ static void sleep_until(uint64_t t)
 	}
 }
 
+/* The drain: frames in flight still arrive; inline ports are polled here. */
+static void drain_until(struct fg_run *r, uint64_t t)
+{
+	int i, any = 0;
+
+	for (i = 0; i < r->nports; i++)
+		any |= r->ports[i].rx_inline;
+	if (!any) {
+		sleep_until(t);
+		return;
+	}
+	while (!fg_stop && fg_now_ns() < t) {
+		int n = 0;
+
+		for (i = 0; i < r->nports; i++)
+			if (r->ports[i].rx_inline) {
+				int got = fg_rxops_of(r->ports[i].backend)->poll(r, i);
+
+				n += got > 0 ? got : 0;
+			}
+		if (!n)
+			fg_cpu_relax();
+	}
+}
+
 static int run_trial(struct fg_run *r, struct txthread *th, int nth)
 {
 	const struct fg_spec *sp = r->sp;
+	_Atomic int tx_left = nth;
 	uint64_t t2;
 	int i, k, rc = 0;
 
@@ -883,6 +957,9 @@ static int run_trial(struct fg_run *r, struct txthread *th, int nth)
 	fg_xdp_rxops.set_phase(r, FG_PHASE_MEASURE);
 	fg_afp_rxops.set_phase(r, FG_PHASE_MEASURE);
 	fg_afx_rxops.set_phase(r, FG_PHASE_MEASURE);
+	fg_mif_rxops.set_phase(r, FG_PHASE_MEASURE);
+	for (i = 0; i < nth; i++)
+		th[i].tx_left = &tx_left;
 	for (i = 0; i < nth; i++) {
 		if (pthread_create(&th[i].th, NULL, tx_main, &th[i])) {
 			fg_stop = 1;
@@ -910,10 +987,11 @@ static int run_trial(struct fg_run *r, struct txthread *th, int nth)
 	for (i = 0; i < r->nstreams; i++)
 		r->streams[i]->tx_meas = r->streams[i]->sent;
 	t2 = fg_now_ns();
-	sleep_until(t2 + (uint64_t)(sp->drain_s * 1e9));
+	drain_until(r, t2 + (uint64_t)(sp->drain_s * 1e9));
 	fg_xdp_rxops.set_phase(r, FG_PHASE_NONE);
 	fg_afp_rxops.set_phase(r, FG_PHASE_NONE);
 	fg_afx_rxops.set_phase(r, FG_PHASE_NONE);
+	fg_mif_rxops.set_phase(r, FG_PHASE_NONE);
 	for (i = 0; i < r->nstreams; i++) {
 		struct fg_stream_rt *s = r->streams[i];
 
@@ -974,6 +1052,13 @@ int fg_trial_main(int argc, char **argv)
 		struct fg_port_rt *p = &r.ports[i];
 
 		p->sp = &sp->ports[i];
+		if (p->sp->backend == FG_BACKEND_MEMIF) { /* a memif interface: no netdev */
+			if (p->sp->has_mac)
+				memcpy(p->mac, p->sp->mac, 6);
+			else
+				fg_memif_default_mac(i, p->mac);
+			continue;
+		}
 		p->ifindex = (int)if_nametoindex(p->sp->ifname);
 		if (!p->ifindex) {
 			fprintf(stderr, "fwdgen: spec.ports[%d].ifname: no interface \"%s\" in this "
@@ -1057,6 +1142,7 @@ int fg_trial_main(int argc, char **argv)
 		struct txthread *t = &th[i % nth];
 
 		t->s[t->n++] = r.streams[i];
+		t->spin |= r.streams[i]->txo->spin;
 	}
 	for (i = 0; i < nth; i++) {
 		int j;
@@ -1065,6 +1151,19 @@ int fg_trial_main(int argc, char **argv)
 		for (j = 0; j < nth; j++)
 			if (j != i && th[j].cpu == th[i].cpu)
 				th[i].cpu_alone = 0;
+	}
+	/* a port received inline: by the TX thread on its CPU, else the first */
+	for (i = 0; i < r.nports; i++) {
+		int j, t = 0;
+
+		if (!r.ports[i].rx_inline)
+			continue;
+		for (j = 0; j < nth; j++)
+			if (th[j].cpu == r.ports[i].rx_cpu) {
+				t = j;
+				break;
+			}
+		th[t].rxp[th[t].nrx++] = i;
 	}
 	rc = run_trial(&r, th, nth);
 	if (fg_stop) {

@@ -245,7 +245,9 @@ int main(int argc, char **argv)
 			continue;
 		has_dev = 1;
 		static const uint8_t zero[6];
-		if (!memcmp(pc->mac, zero, 6)) {
+		if (!memcmp(pc->mac, zero, 6) && pc->drv == VF_PORT_MEMIF) {
+			vf_memif_default_mac(i, pc->mac);   /* no interface to ask */
+		} else if (!memcmp(pc->mac, zero, 6)) {
 			int rc = vf_if_mac(pc->ifname, pc->mac);
 			if (rc) {
 				fprintf(stderr, "vfwd: port %u: SIOCGIFHWADDR(%s): %s\n", i,
@@ -267,6 +269,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	uint32_t n_bufs = has_dev ? 4096 + g_cfg.n_ports * 5 * g_cfg.ring_size : 8192;
+	/* memif slaves: the pool is the memif region libmemif sizes for one
+	 * ring pair: 2 x ring-size buffers (port_memif.c) */
+	if (g_cfg.pool_shared)
+		n_bufs = 2 * g_cfg.ring_size;
 	int rc = 0;
 	for (uint32_t i = 0; i < g_cfg.workers; i++) {
 		vf_worker_t *w = aligned_alloc(VF_CACHE_LINE, sizeof(*w));

@@ -175,6 +175,7 @@ const char *vf_port_drv_name(enum vf_port_drv d)
 	case VF_PORT_XDP: return "xdp";
 	case VF_PORT_AFPACKET: return "afpacket";
 	case VF_PORT_PG: return "pg";
+	case VF_PORT_MEMIF: return "memif";
 	default: return "auto";
 	}
 }
@@ -233,6 +234,8 @@ int vf_port_open(vf_worker_t *w, const struct vf_config *c, uint32_t idx, char *
 		rc = vf_port_xdp_open(p, w, c, err, errlen);
 	} else if (p->drv == VF_PORT_AFPACKET) {
 		rc = vf_port_afpacket_open(p, w, c, err, errlen);
+	} else if (p->drv == VF_PORT_MEMIF) {
+		rc = vf_port_memif_open(p, w, c, err, errlen);
 	} else {
 		char e1[256];
 		rc = vf_port_xdp_open(p, w, c, e1, sizeof(e1));
@@ -284,6 +287,7 @@ void vf_ports_json(FILE *out, vf_worker_t *const *ws, uint32_t n)
 	for (uint32_t k = 0; k < ws[0]->n_ports; k++) {
 		uint64_t rx = 0, rxb = 0, tx = 0, txb = 0, txd = 0, ks[4] = { 0 };
 		const char *ifname = "", *drv = "";
+		vf_port_t *info = NULL;
 		for (uint32_t q = 0; q < n; q++) {
 			const vf_port_t *p = ws[q]->ports[k];
 			if (!p)
@@ -297,15 +301,20 @@ void vf_ports_json(FILE *out, vf_worker_t *const *ws, uint32_t n)
 				p->kstats((vf_port_t *)p, ks);
 			ifname = p->ifname;
 			drv = vf_port_drv_name(p->drv);
+			if (p->info_json)
+				info = (vf_port_t *)p;
 		}
 		fprintf(out, "%s\n    {\"port\": %u, \"ifname\": \"%s\", \"driver\": \"%s\", "
 			"\"rx_packets\": %llu, \"rx_bytes\": %llu, \"tx_packets\": %llu, "
 			"\"tx_bytes\": %llu, \"tx_dropped\": %llu, \"kernel_rx_dropped\": %llu, "
 			"\"kernel_rx_ring_full\": %llu, \"kernel_fill_ring_empty\": %llu, "
-			"\"kernel_tx_invalid\": %llu}", k ? "," : "", k, ifname, drv,
+			"\"kernel_tx_invalid\": %llu", k ? "," : "", k, ifname, drv,
 			(unsigned long long)rx, (unsigned long long)rxb, (unsigned long long)tx,
 			(unsigned long long)txb, (unsigned long long)txd, (unsigned long long)ks[0],
 			(unsigned long long)ks[1], (unsigned long long)ks[2], (unsigned long long)ks[3]);
+		if (info)
+			info->info_json(info, out);
+		fprintf(out, "}");
 	}
 	fprintf(out, "\n  ]");
 }

@@ -196,7 +196,8 @@ static int stmt_port(struct parser *p, char **tok, int nt)
 {
 	struct vf_config *c = p->c;
 	int idx = 0;
-	NEED(3, "port INDEX IFNAME [mac MAC] [driver auto|xdp|afpacket|pg] [ip4 A] [ip6 A]");
+	NEED(3, "port INDEX IFNAME [mac MAC] [driver auto|xdp|afpacket|pg|memif] [ip4 A] [ip6 A] "
+	     "[socket PATH] [id N] [role slave|master]");
 	if (port_index(p, tok[1], "port", &idx))
 		return -1;
 	if ((uint32_t)idx != c->n_ports)
@@ -220,7 +221,21 @@ static int stmt_port(struct parser *p, char **tok, int nt)
 			else if (!strcmp(v, "xdp")) pc->drv = VF_PORT_XDP;
 			else if (!strcmp(v, "afpacket")) pc->drv = VF_PORT_AFPACKET;
 			else if (!strcmp(v, "pg")) pc->drv = VF_PORT_PG;
-			else return fail(p, "port: driver '%s' is not auto, xdp, afpacket or pg", v);
+			else if (!strcmp(v, "memif")) pc->drv = VF_PORT_MEMIF;
+			else return fail(p, "port: driver '%s' is not auto, xdp, afpacket, pg or memif",
+					 v);
+		} else if (!strcmp(k, "socket")) {
+			if (strlen(v) >= sizeof(pc->socket))
+				return fail(p, "port: socket '%s' is longer than %zu characters", v,
+					    sizeof(pc->socket) - 1);
+			strcpy(pc->socket, v);
+		} else if (!strcmp(k, "id")) {
+			if (parse_u32(v, 0, 0xffffffffu, &pc->memif_id))
+				return fail(p, "port: id '%s' is not a memif interface id (0..4294967295)", v);
+		} else if (!strcmp(k, "role")) {
+			if (strcmp(v, "slave") && strcmp(v, "master"))
+				return fail(p, "port: role '%s' is not slave or master", v);
+			pc->memif_master = !strcmp(v, "master");
 		} else if (!strcmp(k, "ip4")) {
 			if (parse_prefix(v, 0, a, &l) < 0)
 				return fail(p, "port: bad IPv4 address '%s'", v);
@@ -234,6 +249,10 @@ static int stmt_port(struct parser *p, char **tok, int nt)
 			return fail(p, "port: unknown option '%s'", k);
 		}
 	}
+	if (pc->drv != VF_PORT_MEMIF && pc->socket[0])
+		return fail(p, "port: socket is for driver memif only");
+	if (pc->drv == VF_PORT_MEMIF && !pc->socket[0])
+		return fail(p, "port: driver memif needs 'socket PATH' (the memif control socket)");
 	c->n_ports++;
 	return 0;
 }
@@ -431,6 +450,7 @@ static int stmt(struct parser *p, char **tok, int nt)
 		if (parse_u32(tok[1], 16, 32768, &u))
 			return fail(p, "fill-depth: '%s' must be 16..32768 buffers", tok[1]);
 		c->fill_depth = u;
+		c->fill_depth_set = 1;
 		p->fill_depth_line = p->line;
 		return 0;
 	}
@@ -608,6 +628,48 @@ static int stmt(struct parser *p, char **tok, int nt)
 	return fail(p, "unknown statement '%s'", k);
 }
 
+/* memif ports: one worker (its pool is their shared memory), no kernel
+ * ports beside them (an AF_XDP UMEM would need that pool too). */
+static int check_memif(struct parser *p)
+{
+	struct vf_config *c = p->c;
+	int mif = -1, dev = -1;
+
+	c->pool_shared = 0;
+	for (uint32_t i = 0; i < c->n_ports; i++) {
+		if (c->port[i].drv == VF_PORT_MEMIF) {
+			mif = (int)i;
+			if (!c->port[i].memif_master)
+				c->pool_shared = 1;
+			for (uint32_t j = 0; j < i; j++)
+				if (c->port[j].drv == VF_PORT_MEMIF &&
+				    !strcmp(c->port[j].socket, c->port[i].socket) &&
+				    c->port[j].memif_id == c->port[i].memif_id &&
+				    c->port[j].memif_master == c->port[i].memif_master) {
+					p->line = c->port[i].line;
+					return fail(p, "port %u: memif id %u on %s is port %u's too", i,
+						    c->port[i].memif_id, c->port[i].socket, j);
+				}
+		} else if (c->port[i].drv != VF_PORT_PG) {
+			dev = (int)i;
+		}
+	}
+	if (mif < 0)
+		return 0;
+	if (dev >= 0) {
+		p->line = c->port[dev].line;
+		return fail(p, "port %d: memif ports (port %d) and kernel ports cannot be mixed: a "
+			    "worker's buffers are the memif shared memory; use driver memif or pg",
+			    dev, mif);
+	}
+	if (c->workers > 1) {
+		p->line = p->workers_line;
+		return fail(p, "workers %u: memif ports run one worker (one ring pair per memif "
+			    "interface); use workers 1", c->workers);
+	}
+	return 0;
+}
+
 static uint64_t splitmix(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -656,6 +718,8 @@ static int finish(struct parser *p)
 		p->line = p->pg_line;
 		return fail(p, "pg: port %u does not exist", c->pg.port);
 	}
+	if (check_memif(p))
+		return -1;
 	c->fib = vf_fib_create(c->lpm, c->lpm_tbl8);
 	if (!c->fib)
 		return fail(p, "cannot allocate the FIB (%s)", c->lpm);

@@ -31,9 +31,61 @@ const struct vf_config *vf_cfg;
 
 /* ---- buffer pool ------------------------------------------------------- */
 
+/* Metadata and the free stack of a pool whose memory is mapped. */
+static int pool_meta(vf_pool_t *p, uint32_t n)
+{
+	p->meta = aligned_alloc(VF_CACHE_LINE, ((size_t)n * sizeof(vf_buf_t) + 63) & ~(size_t)63);
+	p->free = malloc((size_t)n * sizeof(uint32_t));
+	if (!p->meta || !p->free) {
+		vf_pool_fini(p);
+		return -ENOMEM;
+	}
+	memset(p->meta, 0, (size_t)n * sizeof(vf_buf_t));
+	p->n = n;
+	/* lowest indices on top of the stack: they are used first */
+	for (uint32_t i = 0; i < n; i++)
+		p->free[i] = n - 1 - i;
+	p->n_free = n;
+	return 0;
+}
+
+/* The memif region of a zero-copy slave is the pool itself: a memfd the
+ * peer maps (libmemif passes the fd). Its pages are shmem: 2 MB pages only
+ * where /sys/kernel/mm/transparent_hugepage/shmem_enabled allows them
+ * (Debian's default "never" leaves 4 KB pages). */
+int vf_pool_init_shared(vf_pool_t *p, uint32_t n)
+{
+	memset(p, 0, sizeof(*p));
+	p->fd = -1;
+	p->stride = VF_BUF_SIZE;
+	size_t bytes = (size_t)n * VF_BUF_SIZE;
+	int fd = memfd_create("vfwd pool", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)bytes)) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	uint8_t *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	madvise(m, bytes, MADV_HUGEPAGE);
+	madvise(m, bytes, MADV_POPULATE_WRITE);  /* faulted in now, as below */
+	p->fd = fd;
+	p->mem = m;
+	p->map_len = bytes;
+	p->mmapped = 1;
+	return pool_meta(p, n);
+}
+
 int vf_pool_init(vf_pool_t *p, uint32_t n, uint32_t stride)
 {
 	memset(p, 0, sizeof(*p));
+	p->fd = -1;
 	size_t bytes = (size_t)n * stride;
 	p->stride = stride;
 	/* page aligned and zeroed, as an AF_XDP UMEM must be; 2 MB aligned
@@ -60,28 +112,19 @@ int vf_pool_init(vf_pool_t *p, uint32_t n, uint32_t stride)
 	p->mem = a;
 	p->map_len = keep;
 	p->mmapped = 1;
-	p->meta = aligned_alloc(VF_CACHE_LINE, ((size_t)n * sizeof(vf_buf_t) + 63) & ~(size_t)63);
-	p->free = malloc((size_t)n * sizeof(uint32_t));
-	if (!p->meta || !p->free) {
-		vf_pool_fini(p);
-		return -ENOMEM;
-	}
-	memset(p->meta, 0, (size_t)n * sizeof(vf_buf_t));
-	p->n = n;
-	/* lowest indices on top of the stack: they are used first */
-	for (uint32_t i = 0; i < n; i++)
-		p->free[i] = n - 1 - i;
-	p->n_free = n;
-	return 0;
+	return pool_meta(p, n);
 }
 
 void vf_pool_fini(vf_pool_t *p)
 {
 	if (p->mem)
 		munmap(p->mem, p->map_len);
+	if (p->fd > 0)   /* (a zeroed pool has fd 0: never a memfd's) */
+		close(p->fd);
 	free(p->meta);
 	free(p->free);
 	memset(p, 0, sizeof(*p));
+	p->fd = -1;
 }
 
 /* ---- registry and graph ------------------------------------------------ */
@@ -162,7 +205,8 @@ int vf_worker_init(vf_worker_t *w, uint32_t id, const struct vf_config *c, uint3
 	if (w->max_vector > VF_FRAME_SIZE)
 		w->max_vector = VF_FRAME_SIZE;
 	w->prefetch = c->prefetch;
-	err = vf_pool_init(&w->pool, n_bufs, stride);
+	err = c->pool_shared ? vf_pool_init_shared(&w->pool, n_bufs)
+			     : vf_pool_init(&w->pool, n_bufs, stride);
 	if (err)
 		return err;
 	/* enough frames for every buffer to sit alone in one */

@@ -85,6 +85,7 @@ typedef struct vf_pool {
 	uint32_t stride;    /* bytes from one buffer to the next */
 	size_t map_len;
 	int mmapped;
+	int fd;             /* memfd of a shared pool, else -1 */
 } vf_pool_t;
 
 /* Buffer strides: an AF_XDP UMEM (aligned mode) needs a power of two; a
@@ -95,6 +96,9 @@ typedef struct vf_pool {
 #define VF_STRIDE_PG (VF_BUF_SIZE + 64)
 
 int vf_pool_init(vf_pool_t *p, uint32_t n, uint32_t stride);
+/* A pool in shared memory (a memfd, p->fd): the memif region of a
+ * zero-copy slave (port_memif.c); stride VF_BUF_SIZE. */
+int vf_pool_init_shared(vf_pool_t *p, uint32_t n);
 void vf_pool_fini(vf_pool_t *p);
 
 static inline uint8_t *vf_buf_data(const vf_pool_t *p, uint32_t bi)
@@ -194,7 +198,7 @@ enum vf_rx_mode { VF_RX_POLL, VF_RX_ADAPTIVE, VF_RX_INTERRUPT };
 /* config spellings of enum vf_mode / enum vf_rx_mode, in enum order */
 extern const char *const vf_mode_names[5];
 extern const char *const vf_rx_mode_names[3];
-enum vf_port_drv { VF_PORT_AUTO, VF_PORT_XDP, VF_PORT_AFPACKET, VF_PORT_PG };
+enum vf_port_drv { VF_PORT_AUTO, VF_PORT_XDP, VF_PORT_AFPACKET, VF_PORT_PG, VF_PORT_MEMIF };
 enum vf_port_role { VF_ROLE_L3, VF_ROLE_XCONNECT, VF_ROLE_BRIDGE };
 
 struct vf_port_cfg {
@@ -206,6 +210,10 @@ struct vf_port_cfg {
 	int has_ip6;
 	int xc_peer;           /* xconnect mode: tx port */
 	int line;
+	/* driver memif: a memif interface (port_memif.c), not a kernel one */
+	char socket[108];      /* UNIX socket path, or @name (abstract) */
+	uint32_t memif_id;     /* interface id on the socket */
+	int memif_master;      /* 1: vfwd listens; 0 (default): slave, zero copy */
 };
 
 struct vf_pg_cfg {
@@ -238,6 +246,7 @@ struct vf_config {
 	enum vf_mode mode;
 	uint32_t max_vector, workers, ring_size, n_ports;
 	uint32_t fill_depth;    /* chunks kept in each AF_XDP socket's fill + rx rings */
+	int fill_depth_set;     /* given in the file (memif's default is ring-size / 2) */
 	int prefetch, trace;
 	enum vf_rx_mode rx_mode;
 	int sched_priority;    /* SCHED_FIFO priority of the workers, 0 = normal */
@@ -252,6 +261,7 @@ struct vf_config {
 	uint32_t lpm_tbl8;     /* tbl8 groups of DIR-24-8 */
 	const char *lpm;       /* "dir24" | "ref" */
 	struct vf_fib *fib;
+	int pool_shared;       /* memif slave ports: the pool is their shared memory */
 };
 
 /* Parse a config file (path "-" is stdin); on error prints

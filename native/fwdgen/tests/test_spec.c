@@ -126,6 +126,50 @@ int main(void)
 	expect_err("{" BASE_PORTS "," BASE_STREAMS ",\"profile\":{\"frame_size\":64},"
 		   "\"load_pps\":1000,\"duration_s\":1,\"duration_s\":2}", "duplicate");
 
+	/* memif ports */
+#define MIF_TAIL "," BASE_STREAMS ",\"profile\":{\"frame_size\":64},\"load_pps\":1000," \
+	"\"duration_s\":1}"
+	{
+		const char *m = "{\"ports\":[{\"ifname\":\"m0\",\"peer_mac\":\"02:fb:00:00:01:01\","
+			"\"memif\":{\"socket\":\"/run/fb/m0.sock\",\"id\":7,\"role\":\"slave\","
+			"\"ring_size\":4096,\"buffer_size\":9216,\"connect_timeout_s\":2.5}},"
+			"{\"ifname\":\"m1\",\"backend\":\"memif\",\"memif\":{\"socket\":\"@fb\"}}]"
+			MIF_TAIL;
+		const struct fg_spec_memif *a = &sp.ports[0].memif, *b = &sp.ports[1].memif;
+
+		checks++;
+		if (fg_spec_parse(m, strlen(m), &sp, err, sizeof(err)) ||
+		    sp.ports[0].backend != FG_BACKEND_MEMIF || !sp.ports[0].has_memif ||
+		    strcmp(a->socket, "/run/fb/m0.sock") || a->id != 7 || a->master ||
+		    a->ring_size != 4096 || a->buffer_size != 9216 || a->connect_timeout_s != 2.5 ||
+		    sp.ports[1].backend != FG_BACKEND_MEMIF || !b->master || b->id != 0 ||
+		    b->ring_size != 1024 || b->buffer_size != 2048 || b->connect_timeout_s != 10 ||
+		    strcmp(fg_backend_name(sp.ports[1].backend), "memif")) {
+			failures++;
+			fprintf(stderr, "FAIL memif spec: %s\n", err);
+		}
+	}
+	expect_err("{\"ports\":[{\"ifname\":\"m0\",\"backend\":\"memif\"}]" MIF_TAIL,
+		   "spec.ports[0].memif: is required with backend memif");
+	expect_err("{\"ports\":[{\"ifname\":\"m0\",\"backend\":\"xdp\",\"memif\":{\"socket\":\"/a\"}}]"
+		   MIF_TAIL, "spec.ports[0].memif: only a port with backend memif");
+	expect_err("{\"ports\":[{\"ifname\":\"m0\",\"memif\":{\"id\":1}}]" MIF_TAIL,
+		   "spec.ports[0].memif.socket: is required");
+	expect_err("{\"ports\":[{\"ifname\":\"m0\",\"memif\":{\"socket\":\"/a\",\"ring_size\":1000}}]"
+		   MIF_TAIL, "spec.ports[0].memif.ring_size: 1000 is not a power of two");
+	expect_err("{\"ports\":[{\"ifname\":\"m0\",\"memif\":{\"socket\":\"/a\",\"ring_size\":32768}}]"
+		   MIF_TAIL, "spec.ports[0].memif.ring_size: 32768 is above 16384");
+	expect_err("{\"ports\":[{\"ifname\":\"m0\",\"memif\":{\"socket\":\"/a\",\"buffer_size\":64}}]"
+		   MIF_TAIL, "spec.ports[0].memif.buffer_size: 64 is below 128");
+	expect_err("{\"ports\":[{\"ifname\":\"m0\",\"memif\":{\"socket\":\"/a\",\"role\":\"client\"}}]"
+		   MIF_TAIL, "spec.ports[0].memif.role: \"client\" is not master or slave");
+	expect_err("{\"ports\":[{\"ifname\":\"m0\",\"memif\":{\"socket\":\"/a\",\"secret\":\"x\"}}]"
+		   MIF_TAIL, "spec.ports[0].memif.secret: unknown field");
+	expect_err("{\"ports\":[{\"ifname\":\"m0\",\"memif\":{\"socket\":\""
+		   "/a/very/long/path/a/very/long/path/a/very/long/path/a/very/long/path/a/very/long/"
+		   "path/a/very/long/path/a.sock\"}}]" MIF_TAIL,
+		   "spec.ports[0].memif.socket:");
+
 	printf("test_spec: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }

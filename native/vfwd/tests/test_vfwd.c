@@ -739,6 +739,16 @@ static void test_config_errors(void)
 		{ "port 0 a driver pg\nlpm-tbl8 1\nneighbor 1.1.1.1 02:00:00:00:00:01 port 0\n"
 		  "route 10.0.0.1/32 via 1.1.1.1\nroute 10.0.1.1/32 via 1.1.1.1\n",
 		  "test.conf:5: route: DIR-24-8 has no free tbl8 group" },
+		{ "port 0 m driver memif\n", "test.conf:1: port: driver memif needs 'socket PATH'" },
+		{ "port 0 m driver pg socket /x\n", "test.conf:1: port: socket is for driver memif" },
+		{ "port 0 m driver memif socket /x role client\n", "test.conf:1: port: role 'client'" },
+		{ "port 0 m driver memif socket /x id -1\n", "test.conf:1: port: id '-1'" },
+		{ "port 0 m driver memif socket /x\nport 1 n driver memif socket /x\n",
+		  "test.conf:2: port 1: memif id 0 on /x is port 0's too" },
+		{ "port 0 m driver memif socket /x\nport 1 e driver xdp\n",
+		  "test.conf:2: port 1: memif ports (port 0) and kernel ports cannot be mixed" },
+		{ "workers 2\nport 0 m driver memif socket /x\n",
+		  "test.conf:1: workers 2: memif ports run one worker" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct vf_config c;
@@ -749,6 +759,35 @@ static void test_config_errors(void)
 		      cases[i].want);
 		vf_config_free(&c);
 	}
+}
+
+static void test_config_memif(void)
+{
+	struct vf_config c;
+	char err[256] = "";
+	vf_config_defaults(&c);
+	int rc = vf_config_parse_string(&c, "m.conf",
+		"mode xconnect\nport 0 m0 driver memif socket /run/fb/d0.sock\n"
+		"port 1 m1 driver memif socket @fb id 7 role master mac 02:00:00:00:00:09\n"
+		"port 2 p driver pg\nxconnect 0 1\nxconnect 1 0\nxconnect 2 0\n", err, sizeof(err));
+	CHECK(rc == 0, "memif config: %s", err);
+	CHECK(c.port[0].drv == VF_PORT_MEMIF && !strcmp(c.port[0].socket, "/run/fb/d0.sock") &&
+	      c.port[0].memif_id == 0 && !c.port[0].memif_master, "memif port 0");
+	CHECK(c.port[1].drv == VF_PORT_MEMIF && !strcmp(c.port[1].socket, "@fb") &&
+	      c.port[1].memif_id == 7 && c.port[1].memif_master && c.port[1].mac[5] == 9,
+	      "memif port 1");
+	/* a slave's pool is the shared memory; a master-only config keeps its own */
+	CHECK(c.pool_shared == 1 && !c.fill_depth_set, "pool_shared %d", c.pool_shared);
+	CHECK(!strcmp(vf_port_drv_name(VF_PORT_MEMIF), "memif"), "driver name");
+	uint8_t mac[6];
+	vf_memif_default_mac(1, mac);
+	CHECK(mac[0] == 0x02 && mac[5] == 2, "default memif MAC");
+	vf_config_free(&c);
+	vf_config_defaults(&c);
+	rc = vf_config_parse_string(&c, "m.conf", "port 0 m0 driver memif socket /a role master\n"
+				    "fill-depth 512\n", err, sizeof(err));
+	CHECK(rc == 0 && c.pool_shared == 0 && c.fill_depth_set, "master-only memif: %s", err);
+	vf_config_free(&c);
 }
 
 int main(void)
@@ -768,6 +807,7 @@ int main(void)
 	test_work();
 	test_pg_and_trace();
 	test_config_errors();
+	test_config_memif();
 	printf("test_vfwd: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
