@@ -111,6 +111,10 @@ class NetnsTestbed(TestbedBase):
                                           "cpumap queue for kernel data planes, the AF_XDP "
                                           "rings of vfwd and testpmd (0: veth's own "
                                           "256-frame ring and threaded NAPI on the DUT CPU)")
+    link: Literal["veth", "memif"] = Field(
+        "veth", description="how user-space DUTs (vfwd, testpmd, vpp) meet the generator: "
+                            "veth, or memif (shared memory, no kernel on the path); kernel "
+                            "and XDP DUTs always use veth")
 
 
 class SimTestbed(TestbedBase):
@@ -191,6 +195,10 @@ class DutSpec(Strict):
     optional: bool = Field(False, description="where this DUT cannot run on the testbed "
                                               "(e.g. no VPP installed), skip its scenarios "
                                               "with a note instead of refusing the campaign")
+    link: Literal["veth", "memif"] | None = Field(
+        None, description="how the DUT meets the generator in the lab: veth (kernel ports) or "
+                          "memif (shared-memory interfaces, user-space DUTs: vfwd, testpmd, "
+                          "vpp); default: testbed.link for DUTs that can use it, else veth")
 
 
 class CampaignFile(Strict):
@@ -226,6 +234,9 @@ class Scenario(BaseModel):
     trial: TrialSettings
     axes: dict[str, Any]
     max_load_pps: float             # per direction
+    #: the DUT's link came from testbed.link (memif there means "where it can":
+    #: a lab without memif support falls back to veth, saying so)
+    link_from_testbed: bool = True
 
     @property
     def trial_duration_s(self) -> float:
@@ -505,6 +516,8 @@ def expand(cf: CampaignFile, path: str, warnings: list[str] | None = None) -> li
             raise CampaignError(f"{tag}: dut.type: {dspec.type!r} needs testbed.type = "
                                 f"{'sim' if dspec.type == 'sim' else 'netns'}")
         di = [d.name for d in cf.dut].index(dspec.name)
+        explicit_link = dspec.link is not None
+        dspec.link = _link(cf, dspec, drivers[dspec.type], f"{tag}: dut[{di}].link")
         try:
             dspec.params = drivers[dspec.type].validate(dspec.params, f"dut[{di}].params")
         except CampaignError as e:      # one line per problem, each names file and scenario
@@ -517,7 +530,8 @@ def expand(cf: CampaignFile, path: str, warnings: list[str] | None = None) -> li
             f"{k.split('.')[-1]}={v}" for k, v in point.items() if k not in ("dut", "profile")]
         out.append(Scenario(idx=idx, name=" ".join(label), dut=dspec, profile=profile,
                             search=search_v, trial=trial_s,
-                            axes={k: v for k, v in point.items()}, max_load_pps=max_pps))
+                            axes={k: v for k, v in point.items()}, max_load_pps=max_pps,
+                            link_from_testbed=not explicit_link))
     if not out:
         raise CampaignError(f"{path}: matrix.exclude removes all {points:,} scenarios of the "
                             "matrix; nothing would run. Remove an exclude or widen an axis")
@@ -549,6 +563,21 @@ def _cap_pps(max_load: Any, frame_size: Any) -> float:
         return parse_load(max_load, frame_size=frame_size, max_pps=math.inf)
     except (UnitError, ValueError, TypeError):
         return math.inf
+
+
+def _link(cf: CampaignFile, dspec: DutSpec, driver, where: str) -> str | None:
+    """The DUT's link in the lab: its own, else the testbed's where the driver can use
+    it, else veth (None on the sim testbed, which has no links)."""
+    if cf.testbed.type == "sim":
+        if dspec.link is not None:
+            raise CampaignError(f"{where}: the sim testbed has no links; remove it")
+        return None
+    if dspec.link is None:
+        return cf.testbed.link if cf.testbed.link in driver.links else "veth"
+    if dspec.link not in driver.links:
+        raise CampaignError(f"{where}: {dspec.link!r}: the {dspec.type} DUT runs on "
+                            f"{', '.join(driver.links)} only")
+    return dspec.link
 
 
 def _max_load(cf: CampaignFile, profile: Profile, path: str) -> float:

@@ -55,7 +55,7 @@ def scenario_estimate(sc: Scenario) -> tuple[int, float]:
 def plan_table(c: Campaign) -> tuple[Table, int, float]:
     t = Table(title=f"campaign {c.name}: {len(c.scenarios)} scenarios x "
                     f"{c.repetitions} repetitions", show_lines=False)
-    for col in ("#", "scenario", "dut", "mode", "profile", "frame", "dir", "search",
+    for col in ("#", "scenario", "dut", "mode", "link", "profile", "frame", "dir", "search",
                 "max load", "trials/rep"):
         t.add_column(col, justify="right" if col in ("#", "trials/rep") else "left")
     total_trials, total_s = 0, 0.0
@@ -67,7 +67,8 @@ def plan_table(c: Campaign) -> tuple[Table, int, float]:
             total_trials += 1
             total_s += max(parse_duration(sc.trial.warmup), 1.0)
         t.add_row(str(sc.idx + 1), sc.name, f"{sc.dut.name} ({sc.dut.type})",
-                  str(sc.dut.params.get("mode", "-")), f"{sc.profile.name} {sc.profile.l3}",
+                  str(sc.dut.params.get("mode", "-")), sc.dut.link or "-",
+                  f"{sc.profile.name} {sc.profile.l3}",
                   str(sc.profile.frame_size), sc.profile.direction,
                   str(sc.search.get("type")), fmt_pps(sc.max_load_pps), f"~{n}")
     return t, total_trials, total_s

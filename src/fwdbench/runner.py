@@ -194,6 +194,9 @@ def run_campaign(campaign: Campaign, store: ResultsStore, *, progress: Progress,
             by_scenario.setdefault(sc.idx, []).append(r)
         for name, why in backend.unavailable.items():
             progress.note(f"skipping dut {name!r} (optional, not available here): {why}")
+        if lab_desc.get("memif_fallback"):
+            progress.note(lab_desc["memif_fallback"] + "; rebuild with VPP_SRC=<VPP release "
+                          "tarball> for memif")
         for sc in campaign.scenarios:
             if sc.idx not in by_scenario or sc.dut.name in backend.unavailable:
                 continue

@@ -10,7 +10,7 @@ from .units import parse_duration
 def build_spec(tester, profile: Profile, trial: TrialSettings, load_pps: float,
                duration_s: float, *, peer_macs: dict[str, str] | None = None,
                warmup: bool = True, latency: bool = False,
-               burst_period_us: float | None = None) -> dict[str, Any]:
+               burst_period_us: float | None = None, memif=None) -> dict[str, Any]:
     """Streams: tg0 -> tg1 (and tg1 -> tg0 for bidirectional), flows in the lab's flow nets.
 
     ``tester``: where fwdgen runs (traffic.base.TesterHost, or a Lab's
@@ -18,7 +18,9 @@ def build_spec(tester, profile: Profile, trial: TrialSettings, load_pps: float,
 
     ``peer_macs`` (from the DUT driver) is the destination MAC per tg port: the DUT
     port's for L3 data planes, the other tg port's for L2 modes. ``burst_period_us``
-    sets fwdgen's pacing granularity (None: fwdgen's default; contracts.md, 1)."""
+    sets fwdgen's pacing granularity (None: fwdgen's default; contracts.md, 1).
+    ``memif`` (one dut.host.MemifLink per port): the ports are memif interfaces,
+    fwdgen in the role the DUT leaves it (contracts.md, "memif ports")."""
     p0, p1 = tester.ports[0], tester.ports[1]
     if profile.l3 == "ipv4":
         net0, net1 = p0.flows4, p1.flows4
@@ -32,6 +34,9 @@ def build_spec(tester, profile: Profile, trial: TrialSettings, load_pps: float,
     if burst_period_us:
         for port in ports:
             port["burst_period_us"] = burst_period_us
+    for port, link in zip(ports, memif or ()):
+        del port["backend"]
+        port["memif"] = {"socket": link.socket, "id": link.id, "role": link.peer_role}
     streams = [{"id": 0, "tx_port": 0, "rx_port": 1, "src": net0, "dst": net1,
                 "src_port": 1024, "dst_port": 1024}]
     if profile.direction == "bi":

@@ -20,6 +20,12 @@ class DutDriver(ABC):
 
     name: ClassVar[str]
     modes: ClassVar[tuple[str, ...]]
+    #: how the DUT can meet the generator in the lab: veth (kernel ports) and, for
+    #: user-space data planes, memif (DutHost.memif: shared-memory interfaces)
+    links: ClassVar[tuple[str, ...]] = ("veth",)
+    #: the DUT's memif role on a memif link: ``slave`` (it connects, retrying, and
+    #: its memory is the shared region: zero copy) or ``master`` (it listens)
+    memif_role: ClassVar[str] = "slave"
     #: True when the kernel stack does all the work on the DUT ports (no XDP
     #: program or AF_XDP socket of the driver's own): the lab then puts its
     #: ingress queue (testbed.dut_rx_queue) in front of the DUT CPU.

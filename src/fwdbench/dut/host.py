@@ -19,13 +19,34 @@ from ..lab.executor import Executor
 
 
 @dataclass(frozen=True)
+class MemifLink:
+    """A DUT port that is a memif interface (the lab's ``memif`` link): its control
+    socket, the interface id and the DUT's role (``slave``: the DUT connects and
+    brings the shared memory, zero copy, the generator listens; ``master``: the
+    other way round). The port's addresses and MACs stay the addressing plan's
+    (``PortPair``)."""
+    socket: str
+    id: int = 0
+    role: str = "slave"
+
+    @property
+    def peer_role(self) -> str:
+        """The generator's role on this link."""
+        return "master" if self.role == "slave" else "slave"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"socket": self.socket, "id": self.id, "dut_role": self.role}
+
+
+@dataclass(frozen=True)
 class PortRx:
     """How the DUT ports' receive runs, as the testbed arranged it.
 
     ``ingress``: ``napi`` (threaded NAPI, ``napi_cpu``), ``cpumap`` (a queue in
     front of the DUT CPU, for kernel data planes), ``afxdp`` (NAPI on the
-    generator's CPU filling AF_XDP rings), or ``nic`` (a real NIC's IRQs, not
-    managed by fwdbench). ``rt_priority``: SCHED_FIFO priority of the NAPI
+    generator's CPU filling AF_XDP rings), ``memif`` (no kernel: shared-memory
+    rings the data plane polls) or ``nic`` (a real NIC's IRQs, not managed by
+    fwdbench). ``rt_priority``: SCHED_FIFO priority of the NAPI
     threads the testbed pinned (0: none pinned, or normal scheduling).
     """
     ingress: str = "nic"
@@ -36,7 +57,7 @@ class PortRx:
     @property
     def managed(self) -> bool:
         """True when the testbed pins the ports' NAPI threads at ``rt_priority``."""
-        return self.ingress != "nic" and self.rt_priority > 0
+        return self.ingress not in ("nic", "memif") and self.rt_priority > 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"mode": self.ingress, "queue": self.queue, "napi_cpu": self.napi_cpu}
@@ -56,6 +77,14 @@ class DutHost(ABC):
     #: unique to this run (``fb-<run id>``): names of shared-memory files and
     #: sockets a DUT creates start with it, so a crashed run's are found too
     run_tag: str = "fb-run"
+    #: memif interfaces instead of the kernel ports, one per port (None: the
+    #: ports are kernel interfaces, ``ports[i].dut.ifname``)
+    memif: tuple[MemifLink, ...] | None = None
+
+    @property
+    def link(self) -> str:
+        """How the DUT is linked to the tester: ``veth`` (kernel ports) or ``memif``."""
+        return "memif" if self.memif else "veth"
 
     @abstractmethod
     def rx(self) -> PortRx:

@@ -257,6 +257,11 @@ class _Console:
 @register
 class DpdkTestpmdDut(DutDriver):
     name = "testpmd"
+    links = ("veth", "memif")
+    # DPDK's memif client connects once, at port start, and does not retry; the
+    # generator starts per trial, so testpmd listens (copies: DPDK's zero copy is
+    # the client's) and the generator connects, retrying every 20 ms
+    memif_role = "master"
     modes = ("io", "mac")
 
     def __init__(self, params: dict[str, Any]):
@@ -268,6 +273,8 @@ class DpdkTestpmdDut(DutDriver):
                          and pmd_available("af_xdp"))
         self._exec = None
         self._host = None
+        self._memif = None
+        self._dut_macs: list[str] = []
         self._proc: subprocess.Popen | None = None
         self._console: _Console | None = None
         self._lock = threading.Lock()
@@ -346,6 +353,8 @@ class DpdkTestpmdDut(DutDriver):
         if len(ports) != 2:
             raise DutError(f"testpmd: the DUT host has {len(ports)} ports, testpmd needs 2")
         self._ifaces = [p.dut.ifname for p in ports]
+        self._memif = host.memif
+        self._dut_macs = [p.dut.mac for p in ports]
         tg_macs = [p.tg.mac for p in ports]
         dut_cpus = list(host.cpus)
         if self.p.cores > len(dut_cpus):
@@ -358,10 +367,16 @@ class DpdkTestpmdDut(DutDriver):
         if swept:
             self._warnings.append(f"removed runtime dirs of crashed runs: {', '.join(swept)}")
         try:
-            self._save_port_state()
-            self._set_queues()
+            if not self._memif:
+                self._save_port_state()
+                self._set_queues()
             pmds = ["af_xdp", "af_packet"] if self.p.pmd == "auto" else [self.p.pmd]
-            if self.p.pmd == "auto" and self.p.queues > 1:
+            if self._memif:
+                if self.p.queues > 1:
+                    raise DutError(f"testpmd: queues = {self.p.queues} on memif ports: one "
+                                   f"queue pair per memif interface here; use queues = 1")
+                pmds = ["memif"]
+            elif self.p.pmd == "auto" and self.p.queues > 1:
                 pmds = ["af_packet"]  # net_af_xdp: one queue per port on a veth
                 self._warnings.append(f"queues = {self.p.queues}: net_af_packet (net_af_xdp "
                                       f"takes one queue per veth port)")
@@ -390,9 +405,17 @@ class DpdkTestpmdDut(DutDriver):
             raise
 
     def counters(self) -> dict[str, int]:
-        """Cumulative ethdev port stats and testpmd forwarding stats."""
+        """Cumulative ethdev port stats and testpmd forwarding stats. On memif
+        ports none: DPDK's memif PMD counts per connection and the generator
+        connects anew each trial (measured: a trial's counters read 0 once the
+        peer had gone, the next trial's went negative), so no delta would be
+        the trial's; the generator's counts stand alone there."""
         if self._console is None:
             raise DutError("testpmd: counters() before setup() (or testpmd is gone)")
+        if self._memif:
+            if self._proc is None or self._proc.poll() is not None:
+                raise DutError(f"testpmd: exited during the run:\n{self._console.tail()}")
+            return {}
         with self._lock:
             since = self._console.mark()
             self._console.send("show port stats all")
@@ -419,8 +442,9 @@ class DpdkTestpmdDut(DutDriver):
         except Exception as e:  # keep cleaning up
             errors.append(str(e))
         self._cleanup_files()
-        self._detach_leftover_xdp()
-        self._restore_ports()
+        if not self._memif:
+            self._detach_leftover_xdp()
+            self._restore_ports()
         self._release_memory()
         self._exec = None
         self._host = None
@@ -432,6 +456,8 @@ class DpdkTestpmdDut(DutDriver):
             "dut": "testpmd",
             **self.p.model_dump(mode="json"),
             "pmd_used": self._pmd_used,
+            **({"counters": "none on memif: DPDK's memif PMD counts per connection, and "
+                            "the generator connects anew each trial"} if self._memif else {}),
             "dpdk": self._version,
             "cpus": self._cpus,
             "memory": self._memory,
@@ -444,6 +470,11 @@ class DpdkTestpmdDut(DutDriver):
     # ---- start / stop ---------------------------------------------------------
 
     def _vdev(self, pmd: str, i: int, ifname: str) -> str:
+        if pmd == "memif":
+            m = self._memif[i]
+            # a path in the file system (DPDK's default is the abstract namespace)
+            return ",".join([f"net_memif{i}", "role=server", f"socket={m.socket}",
+                             "socket-abstract=no", f"id={m.id}", f"mac={self._dut_macs[i]}"])
         if pmd == "af_xdp":
             args = [f"net_af_xdp{i}", f"iface={ifname}", "start_queue=0",
                     f"queue_count={self.p.queues}"]

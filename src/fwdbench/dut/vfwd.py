@@ -266,9 +266,11 @@ def resolve_rings(p: VfwdParams, rx: PortRx | None) -> tuple[int, int]:
 
 def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int],
                   rx_mode: str = "poll", sched_priority: int = 0,
-                  rings: tuple[int, int] | None = None) -> str:
+                  rings: tuple[int, int] | None = None, memif=None) -> str:
     """The vfwd config file for these params and lab ports (docs/vfwd.md);
-    ``rings``: (ring_size, fill_depth) from resolve_rings."""
+    ``rings``: (ring_size, fill_depth) from resolve_rings; ``memif``: one
+    dut.host.MemifLink per port when the ports are memif interfaces (vfwd is
+    the slave: zero copy, its pool is the shared memory)."""
     ring_size, fill_depth = rings or resolve_rings(p, None)
     drv = {"auto": "auto", "xdp": "xdp", "afpacket": "afpacket"}[p.driver]
     lines = [
@@ -294,7 +296,12 @@ def render_config(p: VfwdParams, ports: list[_Port], cpus: list[int],
                 extra += f" ip4 {pt.dut_ip4}"
             if pt.dut_ip6:
                 extra += f" ip6 {pt.dut_ip6}"
-        lines.append(f"port {pt.index} {pt.dut_ifname} driver {drv}{extra}")
+        if memif:
+            m = memif[pt.index]
+            lines.append(f"port {pt.index} {pt.dut_ifname} driver memif socket {m.socket} "
+                         f"id {m.id} role slave{extra}")
+        else:
+            lines.append(f"port {pt.index} {pt.dut_ifname} driver {drv}{extra}")
     if p.mode == "xconnect":
         lines.append("xconnect 0 1")
     if p.mode in ("router", "nat44", "work"):
@@ -370,6 +377,7 @@ def query(sock_path: str, cmd: str = "stats", timeout: float = 5.0) -> dict[str,
 @register
 class VfwdDut(DutDriver):
     name = "vfwd"
+    links = ("veth", "memif")
     modes = ("router", "xconnect", "bridge", "nat44", "work")
 
     def __init__(self, params: dict[str, Any]):
@@ -445,8 +453,12 @@ class VfwdDut(DutDriver):
         self._cpus = list(self.p.cpus) if self.p.cpus else [int(host.cpus[0])]
         rx = host.rx()
         self._rx_mode, self._sched_priority = resolve_rx_mode(self.p, self._cpus, rx)
+        if host.memif and self.p.workers > 1:
+            raise DutError(f"vfwd: workers = {self.p.workers} on memif ports: vfwd's memif "
+                           f"ports run one worker (docs/vfwd.md); use workers = 1")
         self._config = render_config(self.p, ports, self._cpus, self._rx_mode,
-                                     self._sched_priority, resolve_rings(self.p, rx))
+                                     self._sched_priority, resolve_rings(self.p, rx),
+                                     memif=host.memif)
         self.binary = Path(host.tool("vfwd"))
         self._dir = host.make_dir("vfwd")
         conf = f"{self._dir}/vfwd.conf"
@@ -468,7 +480,7 @@ class VfwdDut(DutDriver):
         on AF_PACKET sockets that the XDP redirect starves. (The netns lab's
         veths have one queue, and veth puts the generator's frames on one
         queue anyway; driver afpacket spreads by PACKET_FANOUT instead.)"""
-        if self.p.workers == 1 or self.p.driver == "afpacket":
+        if self.p.workers == 1 or self.p.driver == "afpacket" or host.memif:
             return
         for pt in ports:
             names = host.exec.run(["ls", f"/sys/class/net/{pt.dut_ifname}/queues"]).stdout.split()

@@ -23,8 +23,9 @@ class NetnsDutHost(DutHost):
 
     kind = "netns"
 
-    def __init__(self, lab: "Lab"):
+    def __init__(self, lab: "Lab", memif=None):
         self.lab = lab
+        self.memif = memif
         self.name = f"netns {lab.dut_ns}"
         self.exec = lab.dut_exec
         self.ports = tuple(lab.ports)
@@ -34,6 +35,8 @@ class NetnsDutHost(DutHost):
 
     def rx(self) -> PortRx:
         lab = self.lab
+        if self.memif:          # no kernel on the path: the data plane polls its rings
+            return PortRx(ingress="memif")
         if not lab.cfg.kernel_tuning:
             return PortRx(ingress="napi", napi_cpu=None, rt_priority=0)
         return PortRx(ingress=lab.dut_ingress, queue=lab.dut_queue,
@@ -68,4 +71,5 @@ class NetnsDutHost(DutHost):
         shutil.rmtree(path, ignore_errors=True)
 
     def facts(self) -> dict[str, Any]:
-        return {**super().facts(), "namespace": self.lab.dut_ns, "rx": self.rx().as_dict()}
+        return {**super().facts(), "namespace": self.lab.dut_ns, "rx": self.rx().as_dict(),
+                "link": self.link}

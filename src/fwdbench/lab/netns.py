@@ -345,10 +345,24 @@ class Lab:
         return TesterHost(name=f"netns {self.tg_ns}", exec=self.tg_exec, ports=tuple(self.ports),
                           cpus=(self.gen_cpu,))
 
-    def dut_host(self) -> "NetnsDutHost":
-        """The DUT side of this lab as DUT drivers see it (fwdbench.dut.host)."""
+    def dut_host(self, link: str = "veth", memif_role: str = "slave") -> "NetnsDutHost":
+        """The DUT side of this lab as DUT drivers see it (fwdbench.dut.host):
+        its veth ports, or (``link="memif"``) memif interfaces whose control
+        sockets sit in the lab's directory, one per port, the generator their
+        master (docs/lab.md, "memif")."""
         from .host import NetnsDutHost
-        return NetnsDutHost(self)
+        if link not in ("veth", "memif"):
+            raise LabError(f"lab link {link!r}: must be veth or memif")
+        return NetnsDutHost(self, memif=self.memif_links(memif_role) if link == "memif"
+                            else None)
+
+    def memif_links(self, dut_role: str = "slave"):
+        """One memif control socket per port in the lab's directory (made here)."""
+        from ..dut.host import MemifLink
+        d = os.path.join(cleanup.run_dir(self.run_id), "memif")
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        return tuple(MemifLink(socket=os.path.join(d, f"{p.tg.ifname}.sock"), id=0,
+                               role=dut_role) for p in self.ports)
 
     def ingress_record(self) -> dict[str, Any]:
         """How the DUT ports receive now, as a scenario records it for the report."""

@@ -100,6 +100,13 @@ def _group_of(sc: dict[str, Any]) -> tuple[str, str]:
     return key, label
 
 
+def _dut_label(sc: dict[str, Any]) -> str:
+    """The DUT's name, with the link beside it where it is not the lab's veth, so
+    every table and figure says which link each row used."""
+    link = (sc.get("describe") or {}).get("link")
+    return sc["dut_name"] if link in (None, "veth") else f"{sc['dut_name']} ({link})"
+
+
 def load_model(db: Path | str) -> ReportModel:
     """Read a results store into the report model (nothing is written to it)."""
     from ..errors import FwdbenchError
@@ -129,7 +136,7 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
     for sc in sc_rows:
         gkey, glabel = _group_of(sc)
         scen[sc["id"]] = ScenarioReport(
-            id=sc["id"], idx=sc["idx"], name=sc["name"], dut_name=sc["dut_name"],
+            id=sc["id"], idx=sc["idx"], name=sc["name"], dut_name=_dut_label(sc),
             dut_type=sc["dut_type"], dut_params=sc["dut_params"] or {},
             profile=sc["profile"] or {}, search=sc["search"] or {}, axes=sc["axes"] or {},
             max_load_pps=sc["max_load_pps"], describe=sc["describe"],

@@ -26,6 +26,7 @@ class NetnsTestbed(Testbed):
         self.energy = None
         self.generator = None
         self.generator_info: dict[str, Any] = {}
+        self.memif_fallback: str | None = None   # why testbed.link memif became veth
 
     def __enter__(self) -> "NetnsTestbed":
         from ..lab import Lab, LabConfig
@@ -41,6 +42,7 @@ class NetnsTestbed(Testbed):
         try:
             self.generator = self.campaign.make_generator(self.lab.tester_host())
             self.generator_info = self.generator.check()
+            self._check_memif()
             self.energy = self._energy_session()
         except BaseException:
             self.__exit__()
@@ -54,6 +56,24 @@ class NetnsTestbed(Testbed):
         if self.lab is not None:
             self.lab.down()
             self.lab = None
+
+    def _check_memif(self) -> None:
+        """memif links need a generator built with libmemif (fwdgen: VPP's source
+        tarball at build time). Without it, DUTs that are on memif only because
+        testbed.link says so fall back to veth (noted once); a DUT that asks for
+        memif itself stops the campaign here, before any trial."""
+        wants = [sc for sc in self.campaign.scenarios if sc.dut.link == "memif"]
+        if not wants or self.generator_info.get("memif", False):
+            return
+        why = (self.generator_info.get("errors") or {}).get("memif") or "not built with memif"
+        explicit = sorted({sc.dut.name for sc in wants if not sc.link_from_testbed})
+        if explicit:
+            raise LabError(f"dut {explicit[0]!r}: link = \"memif\" but the generator has no "
+                           f"memif support ({why}); rebuild with VPP_SRC=<VPP release tarball> "
+                           f"(make ... VPP_SRC=...), or use link = \"veth\"")
+        self.memif_fallback = why
+        for sc in wants:
+            sc.dut.link = "veth"
 
     def _energy_session(self):
         from ..meters import EnergySession, parse_energy_settings
@@ -72,6 +92,10 @@ class NetnsTestbed(Testbed):
         d = dict(self.lab.describe())
         if self.unavailable:
             d["skipped_duts"] = dict(self.unavailable)
+        if self.memif_fallback:
+            d["memif_fallback"] = (f"testbed.link = memif, but the generator has no memif "
+                                   f"support ({self.memif_fallback}): the user-space DUTs "
+                                   f"ran on veth")
         d["generator"] = self.generator.describe()
         d[self.generator.name] = self.generator_info      # e.g. "fwdgen": its check()
         if self.energy is not None:
@@ -84,12 +108,13 @@ class NetnsTestbed(Testbed):
 
         driver = load_drivers()[sc.dut.type](sc.dut.params)
         lab = self.lab
-        host = lab.dut_host()
+        link = sc.dut.link or "veth"
+        host = lab.dut_host(link, driver.memif_role)
         driver.check(host)
         try:
             qsize = self.campaign.file.testbed.dut_rx_queue
             mode = ("cpumap" if driver.kernel_stack else "afxdp" if driver.afxdp_rx
-                    else "napi") if qsize else "napi"
+                    else "napi") if qsize and link == "veth" else "napi"
             lab.set_dut_ingress(mode, qsize)
             driver.setup(host)
 
@@ -103,13 +128,19 @@ class NetnsTestbed(Testbed):
                 lab.set_tg_rx("inline" if idle and latency else "napi")
                 notes = (["the generator's ports received inline on the DUT CPU "
                           "(RX stamped as the DUT sent)"] if lab.tg_rx == "inline" else [])
-                return Arrangement(replace(request, burst_period_us=INGRESS_BURST_PERIOD_US
-                                           if coarse else None), notes)
+                return Arrangement(replace(request, memif=host.memif,
+                                           burst_period_us=INGRESS_BURST_PERIOD_US
+                                           if coarse and not host.memif else None), notes)
 
             execute = make_execute(sc, self.generator, driver, self.energy,
                                    driver.peer_macs(host), prepare)
-            # how this DUT's ports received (it differs per driver): for the report
-            yield execute, {**driver.describe(), "lab_ingress": lab.ingress_record()}
+            # the link and how this DUT's ports received (it differs per driver)
+            record = {**driver.describe(), "link": link,
+                      "lab_ingress": (lab.ingress_record() if link == "veth" else
+                                      {"mode": "memif", "queue": 0, "napi_cpu": None})}
+            if host.memif:
+                record["memif"] = [m.as_dict() for m in host.memif]
+            yield execute, record
         finally:
             driver.teardown()
 

@@ -41,7 +41,10 @@ class TrialRequest:
     drain come from ``trial``); ``latency``: a latency stream at
     ``trial.latency_rate`` beside the load; ``peer_macs``: the destination
     MAC per tester port (the DUT driver's choice); ``burst_period_us``: the
-    pacing granularity a testbed asks for (None: the generator's default)."""
+    pacing granularity a testbed asks for (None: the generator's default);
+    ``memif``: the links of this trial when the DUT meets the tester over memif
+    (dut.host.MemifLink per port, the generator their master; None: the tester's
+    kernel ports)."""
     profile: "Profile"
     trial: "TrialSettings"
     load_pps: float
@@ -49,6 +52,7 @@ class TrialRequest:
     latency: bool = False
     peer_macs: dict[str, str] = field(default_factory=dict)
     burst_period_us: float | None = None
+    memif: tuple | None = None
 
 
 class Generator(ABC):

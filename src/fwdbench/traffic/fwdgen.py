@@ -179,6 +179,7 @@ class FwdgenGenerator(Generator):
 
         spec = build_spec(self.tester, request.profile, request.trial, request.load_pps,
                           request.duration_s, peer_macs=request.peer_macs,
-                          latency=request.latency, burst_period_us=request.burst_period_us)
+                          latency=request.latency, burst_period_us=request.burst_period_us,
+                          memif=request.memif)
         timeout = request.duration_s + spec["warmup_s"] + spec["drain_s"] + 30
         return run_trial(spec, netns=self.tester.exec.ns, timeout=timeout)

@@ -94,6 +94,7 @@ class VppParams(BaseModel):
 @register
 class VppDut(DutDriver):
     name = "vpp"
+    links = ("veth", "memif")
     modes = ("router", "nat", "bridge", "xconnect")
 
     def __init__(self, params: dict[str, Any]):
@@ -108,6 +109,7 @@ class VppDut(DutDriver):
         self._startup: Startup | None = None
         self._dir: str | None = None
         self._sw_if: dict[str, int] = {}
+        self._names: dict[str, str] = {}        # VPP interface name -> port name
         self._config: dict[str, Any] = {}
         self._version = ""
         self._cpus: list[int] = []
@@ -136,11 +138,11 @@ class VppDut(DutDriver):
 
     def check(self, host=None) -> None:
         inst = find_vpp(self.p.vpp_prefix)
-        need = plugins_for(self.p.interface, self.p.mode)
+        need = plugins_for(self._interface(host), self.p.mode)
         missing = [n for n in need if not inst.has_plugin(n)]
         if missing:
             raise DutError(f"vpp: the VPP in {inst.prefix} lacks the plugin(s) "
-                           f"{', '.join(missing)} that interface {self.p.interface!r} / mode "
+                           f"{', '.join(missing)} that interface {self._interface(host)!r} / mode "
                            f"{self.p.mode!r} need (plugins in {inst.plugin_dir or '?'}: "
                            f"{', '.join(inst.plugins) or 'none'})")
         if not inst.api_files():
@@ -215,7 +217,7 @@ class VppDut(DutDriver):
         shm = f"{host.run_tag}-vpp{self._dir[-6:]}".replace("_", "x")
         self._startup = Startup(
             run_dir=self._dir, shm_prefix=shm, plugin_dir=inst.plugin_dir,
-            plugins=plugins_for(self.p.interface, self.p.mode), main_core=cpus[0],
+            plugins=plugins_for(self._interface(host), self.p.mode), main_core=cpus[0],
             workers=workers, main_heap=self.p.heap_bytes(), buffers=self.p.buffers,
             page_size=self.p.page_size, stats_size=self.p.stats_bytes(),
             stats_interval=self.p.stats_interval())
@@ -226,11 +228,16 @@ class VppDut(DutDriver):
     def _configure(self, host, ports) -> None:
         api = self._api
         assert api is not None
-        # the kernel keeps off the DUT ports' traffic: VPP owns them now
-        for p in ports:
-            host.exec.run(["ip", "addr", "flush", "dev", p.dut.ifname])
-        for p in ports:
-            self._sw_if[p.dut.ifname] = self._create_interface(api, p)
+        if not host.memif:
+            # the kernel keeps off the DUT ports' traffic: VPP owns them now
+            for p in ports:
+                host.exec.run(["ip", "addr", "flush", "dev", p.dut.ifname])
+        for i, p in enumerate(ports):
+            self._sw_if[p.dut.ifname] = self._create_interface(
+                api, p, host.memif[i] if host.memif else None, i + 1)
+        # VPP's names for them (host-dut0, memif1/0): counters use the ports' names
+        self._names = {d.interface_name: port for d in api.call("sw_interface_dump")
+                       for port, sw in self._sw_if.items() if d.sw_if_index == sw}
         for p in ports:
             i = self._sw_if[p.dut.ifname]
             api.call("sw_interface_set_mac_address", sw_if_index=i, mac_address=p.dut.mac)
@@ -249,8 +256,22 @@ class VppDut(DutDriver):
             cfg["xconnect"] = modes.setup_xconnect(api, ports, self._sw_if)
         self._config = cfg
 
-    def _create_interface(self, api: VppApi, p) -> int:
+    def _interface(self, host) -> str:
+        """memif on a memif link, else the ``interface`` param."""
+        return "memif" if host is not None and host.memif else self.p.interface
+
+    def _create_interface(self, api: VppApi, p, memif, socket_id: int) -> int:
         ifname = p.dut.ifname
+        if memif is not None:
+            # the slave: zero copy (VPP's buffers are the shared memory), as vfwd;
+            # it reconnects to each trial's generator (the master) within 3 s
+            api.call("memif_socket_filename_add_del_v2", is_add=True, socket_id=socket_id,
+                     socket_filename=memif.socket)
+            r = api.call("memif_create_v2", role=1, mode=0, rx_queues=1, tx_queues=1,
+                         id=memif.id, socket_id=socket_id, ring_size=self.p.rxq_size,
+                         buffer_size=0, no_zero_copy=False, use_dma=False, hw_addr=p.dut.mac,
+                         secret="")
+            return r.sw_if_index
         if self.p.interface == "af_xdp":
             r = api.call("af_xdp_create_v3", host_if=ifname, name=ifname, rxq_num=1,
                          rxq_size=self.p.rxq_size, txq_size=self.p.txq_size,
@@ -260,7 +281,6 @@ class VppDut(DutDriver):
                      host_if_name=ifname, rx_frame_size=0, tx_frame_size=0,
                      rx_frames_per_block=self.p.rxq_size, tx_frames_per_block=self.p.txq_size,
                      flags=1, num_rx_queues=1, num_tx_queues=1)
-        # VPP names it host-<ifname>; the counters use the port's own name
         return r.sw_if_index
 
     # ---- per trial --------------------------------------------------------------
@@ -271,8 +291,12 @@ class VppDut(DutDriver):
             raise DutError("vpp: counters() before setup()")
         self._check_alive()
         raw = self.vpp.stats.counters()
-        # af_packet interfaces are host-<port>: key them by the port's name
-        return {**{_port_key(k): v for k, v in raw.items()}, "vpp_revived": self._revived}
+        return {**{self._port_key(k): v for k, v in raw.items()}, "vpp_revived": self._revived}
+
+    def _port_key(self, key: str) -> str:
+        name, dot, field = key.rpartition(".")
+        port = self._names.get(name)
+        return f"{port}.{field}" if port and dot else key
 
     def _check_alive(self) -> None:
         """VPP runs and answers; one that spins in af_xdp's transmit is revived."""
@@ -287,7 +311,7 @@ class VppDut(DutDriver):
         # and VPP's main thread never returns to its API (seen at 1.5 Mpps offered
         # in the lab). A port going down ends the loop (ENETDOWN); VPP then forwards
         # again (measured: 77 of 100 kpps in the next trial).
-        for down_s in (0.2, 1.0, 2.0) if self.p.interface == "af_xdp" else ():
+        for down_s in (0.2, 1.0, 2.0) if self._interface(self.host) == "af_xdp" else ():
             self.host.bounce_ports(down_s)
             if self._answers(PING_TIMEOUT_S):
                 self._revived += 1
@@ -327,7 +351,8 @@ class VppDut(DutDriver):
         if self._dir:
             host.remove_dir(self._dir)
             self._dir = None
-        for p in list(host.ports)[:2]:       # an XDP program VPP left behind
+        for p in list(host.ports)[:2] if not host.memif else ():
+            # an XDP program VPP left behind
             host.exec.run(["ip", "link", "set", "dev", p.dut.ifname, "xdp", "off"], check=False)
         try:
             host.restore_ports()
@@ -358,10 +383,6 @@ class VppDut(DutDriver):
             d["startup_conf"] = self._startup.render()
         d.update(self._config)
         return d
-
-
-def _port_key(k: str) -> str:
-    return k[5:] if k.startswith("host-") else k
 
 
 def _base_frequency(show_cpu: str) -> float | None:
