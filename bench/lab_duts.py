@@ -19,7 +19,12 @@ veth's own ring with threaded NAPI on the DUT CPU (testbed.dut_rx_queue = 0,
 as the issue measured the Linux router).
 
 Usage: sudo .venv/bin/python bench/lab_duts.py [--loads 0.6e6,0.9e6,1.2e6,1.5e6]
-       [--seconds 3] [--trials 3]
+       [--seconds 3] [--trials 3] [--link memif]
+
+With --link memif the peers are the user-space data planes on the lab's memif
+link (shared memory, no kernel on the path; the memif issue): vfwd, VPP and
+testpmd, per path (L2 cross-connect; IPv4 router with 1 route and with 2^20
+routes), and the verdict is vfwd's peak over the best other's per path.
 
 Each round runs every peer in turn (a fresh lab each, all loads), so a
 drift of the shared host's speed hits all peers alike.
@@ -49,16 +54,36 @@ PEERS = [
 ]
 
 
-VPP_AF_XDP_MPPS = 0.55   # VPP on af_xdp in this kind of lab, as issue 7 quotes it
+#: the memif link's peers: (label, DUT, the path it is compared on)
+BIG = 1 << 20
+MEMIF_PEERS = [
+    ("vfwd xconnect (memif)", {"type": "vfwd", "params": {"mode": "xconnect"}}, "xconnect"),
+    ("VPP xconnect (memif)", {"type": "vpp", "params": {"mode": "xconnect"}}, "xconnect"),
+    ("testpmd io (memif)", {"type": "testpmd", "params": {"mode": "io"}}, "xconnect"),
+    ("vfwd router (memif)", {"type": "vfwd", "params": {"mode": "router"}}, "ip4 1 route"),
+    ("VPP router (memif)", {"type": "vpp", "params": {"mode": "router", "routes": 1}},
+     "ip4 1 route"),
+    # 2^20 routes: the flow range cut into /32s plus filler prefixes, each its way
+    ("vfwd router 2^20 (memif)", {"type": "vfwd", "params": {
+        "mode": "router", "routes": 1 << 15, "random_routes": BIG - (1 << 16)}},
+     "ip4 2^20 routes"),
+    ("VPP router 2^20 (memif)", {"type": "vpp", "params": {"mode": "router", "routes": BIG}},
+     "ip4 2^20 routes"),
+]
 
 
-def campaign(dut: dict, rxq: int, loads: list[float]):
+def campaign(dut: dict, rxq: int | str, loads: list[float]):
+    link = rxq if isinstance(rxq, str) else "veth"
     return build_campaign({
         "campaign": {"name": "lab-duts"},
-        "testbed": {"type": "netns", "max_load": "3Mpps", "dut_rx_queue": rxq},
+        "testbed": {"type": "netns", "max_load": "3Mpps", "link": link,
+                    "dut_rx_queue": rxq if isinstance(rxq, int) else 4096},
         "trial": {"duration": "1s", "warmup": "0.3s", "drain": "0.2s"},
         "dut": [{"name": "d", **dut}],
-        "profile": [{"name": "udp4-64", "frame_size": 64, "flows": 64,
+        # many destinations, so a large FIB is looked up all over
+        "profile": [{"name": "udp4-64", "frame_size": 64, "flows": 1 << 15,
+                     "vary": ["src_ip", "dst_ip"]} if link == "memif" else
+                    {"name": "udp4-64", "frame_size": 64, "flows": 64,
                      "vary": ["src_ip", "src_port"]}],
         "search": {"type": "sweep", "loads": loads},
     }, "bench/lab_duts.py")
@@ -82,9 +107,16 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--only", default="", help="run only peers whose label contains this")
+    ap.add_argument("--link", choices=("veth", "memif"), default="veth",
+                    help="veth: the peers on the kernel's paths; memif: the user-space ones "
+                         "on the lab's memif link")
     args = ap.parse_args()
     loads = [args.load_pps] if args.load_pps else args.loads
-    peers = [p for p in PEERS if args.only in p[0]]
+    if args.link == "memif":
+        paths = {label: path for label, _d, path in MEMIF_PEERS}
+        peers = [(label, dut, "memif") for label, dut, _p in MEMIF_PEERS if args.only in label]
+    else:
+        peers = [p for p in PEERS if args.only in p[0]]
     print(f"offered {', '.join(f'{x / 1e6:.2f}' for x in loads)} Mpps x {args.seconds:g} s "
           f"each, {args.trials} rounds (each round: every peer in turn); median [min-max]",
           flush=True)
@@ -115,7 +147,7 @@ def main() -> int:
                 tx[label].append(best[1])
                 busy[label].append(best[2])
                 limited[label].append(best[3])
-                ingress[label] = tb.lab.dut_ingress
+                ingress[label] = tb.lab.dut_ingress if rxq != "memif" else "memif"
     med = statistics.median
     for label, _dut, _rxq in peers:
         peak = [max(row) for row in fwd[label]]
@@ -124,12 +156,41 @@ def main() -> int:
         print(f"  {label:30s} peak {med(peak):.3f} [{min(peak):.3f}-{max(peak):.3f}] Mpps "
               f"(generator sent {med(tx[label]):.3f}, DUT CPU {med(busy[label]) * 100:.0f} % "
               f"busy there); by offered load: {per_load}; ingress {ingress[label]}")
-    # issue 7 names VPP on af_xdp as a third peer; Debian has no VPP package,
-    # so its figure is quoted, never measured here or paired by round
-    print(f"  {'VPP af_xdp (quoted)':30s} {VPP_AF_XDP_MPPS:.3f} Mpps, as quoted by issue 7 "
-          f"(no Debian package: not measured in this run, not in the ratio below)")
-    print_target({label: [max(row) for row in rows] for label, rows in fwd.items()}, limited)
+    peaks = {label: [max(row) for row in rows] for label, rows in fwd.items()}
+    if args.link == "memif":
+        print_memif_verdicts(peaks, paths, limited)
+    else:
+        print_target(peaks, limited)
     return 0
+
+
+def print_memif_verdicts(peaks: dict[str, list[float]], paths: dict[str, str],
+                         limited: dict[str, list[bool]]) -> None:
+    """Per path, vfwd's peak over the best other data plane's in the same round,
+    with the 95 % CI of the paired ratios' geometric mean: ahead, behind, or this
+    run cannot tell (and why: the generator at its limit)."""
+    for path in dict.fromkeys(paths.values()):
+        mine = [k for k in peaks if paths[k] == path and k.startswith("vfwd")]
+        others = [k for k in peaks if paths[k] == path and not k.startswith("vfwd")]
+        if not mine or not others:
+            continue
+        v = mine[0]
+        ratios = [peaks[v][i] / max(peaks[o][i] for o in others)
+                  for i in range(len(peaks[v]))]
+        print(f"  {path}: {v} / best of {', '.join(others)}, per round: median "
+              f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]")
+        ci = ratio_ci(ratios)
+        if ci:
+            gm, lo, hi = ci
+            verdict = ("vfwd ahead" if lo > 1 else "vfwd behind" if hi < 1 else
+                       "this run cannot tell")
+            print(f"    geometric mean {gm:.2f}, 95 % CI [{lo:.2f}-{hi:.2f}] ({len(ratios)} "
+                  f"rounds): {verdict}")
+        gl = {k: sum(limited.get(k, [])) for k in mine + others}
+        if any(gl.values()):
+            print("    the generator was the limit at the peak in "
+                  + ", ".join(f"{k}: {n} of {len(ratios)} rounds" for k, n in gl.items() if n)
+                  + " (there the peak is a lower bound)")
 
 
 def print_target(fwd: dict[str, list[float]],

@@ -75,3 +75,22 @@ def test_target_says_when_the_generator_set_vfwds_peak(capsys):
     assert "the generator, not vfwd, was the limit at vfwd's peak in 2 of 3 rounds" in out
     bench.print_target(fwd, {"vfwd router (AF_XDP)": [False, False, False]})
     assert "the generator, not vfwd" not in capsys.readouterr().out
+
+
+def test_memif_verdicts_pair_each_path_with_its_own_peers(capsys):
+    """--link memif: per path, vfwd over the best other data plane of the same round,
+    with the CI's verdict; a generator-limited peak is named."""
+    b = load_bench()
+    peaks = {"vfwd xconnect (memif)": [2.0, 2.2, 2.1, 2.0],
+             "VPP xconnect (memif)": [1.0, 1.1, 1.0, 1.05],
+             "testpmd io (memif)": [0.5, 0.5, 0.5, 0.5],
+             "vfwd router (memif)": [1.0, 0.9, 1.1, 1.0],
+             "VPP router (memif)": [1.0, 1.0, 1.0, 1.0]}
+    paths = {k: ("xconnect" if "xconnect" in k or "testpmd" in k else "ip4 1 route")
+             for k in peaks}
+    b.print_memif_verdicts(peaks, paths, {"vfwd router (memif)": [True, False, False, False]})
+    out = capsys.readouterr().out
+    assert "xconnect: vfwd xconnect (memif) / best of VPP xconnect (memif), testpmd io" in out
+    assert "median 2.00 [1.90-2.10]" in out and "vfwd ahead" in out
+    assert "ip4 1 route" in out and "this run cannot tell" in out
+    assert "vfwd router (memif): 1 of 4 rounds" in out
