@@ -463,3 +463,15 @@ def test_user_space_duts_forward_over_memif(dut):
             assert all(m["socket"].startswith(run_dir) for m in record["memif"])
         assert_all_forwarded(r, 20_000, dut["type"])
     assert not os.path.exists(run_dir)
+
+
+def test_more_workers_than_the_labs_dut_cpus_is_a_campaign_error():
+    from fwdbench.campaign import build_campaign
+    raw = {"campaign": {"name": "w"}, "testbed": {"type": "netns"},
+           "dut": [{"name": "v", "type": "vpp", "params": {"workers": 2}}],
+           "profile": [{"name": "p"}], "search": {"type": "sweep", "loads": ["1kpps"]}}
+    with pytest.raises(CampaignError, match=r"w.toml: .*dut\[0\].params.workers: 2 workers but "
+                                            r"the testbed gives the DUT 1 CPU"):
+        build_campaign(raw, "w.toml")
+    raw["dut"][0]["params"]["workers"] = 1
+    assert build_campaign(raw, "w.toml").scenarios[0].dut.params["workers"] == 1

@@ -520,6 +520,9 @@ def expand(cf: CampaignFile, path: str, warnings: list[str] | None = None) -> li
         dspec.link = _link(cf, dspec, drivers[dspec.type], f"{tag}: dut[{di}].link")
         try:
             dspec.params = drivers[dspec.type].validate(dspec.params, f"dut[{di}].params")
+            # the netns lab gives the DUT one CPU (testbed.dut_cpu)
+            drivers[dspec.type].fits_testbed(
+                dspec.params, 1 if cf.testbed.type == "netns" else None, f"dut[{di}].params")
         except CampaignError as e:      # one line per problem, each names file and scenario
             raise CampaignError("\n".join(f"{tag}: {line}" for line in str(e).splitlines())) \
                 from None

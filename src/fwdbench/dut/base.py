@@ -44,6 +44,11 @@ class DutDriver(ABC):
     def validate(cls, params: dict[str, Any], where: str) -> dict[str, Any]:
         """Return normalised params or raise CampaignError naming ``where``.<field>."""
 
+    @classmethod
+    def fits_testbed(cls, params: dict[str, Any], dut_cpus: int | None, where: str) -> None:
+        """Plan time: raise CampaignError naming ``where``.<field> when the params ask
+        for more than the testbed gives (``dut_cpus``: the DUT's CPUs, None: unknown)."""
+
     def check(self, host: "DutHost | None" = None) -> None:
         """Raise DutError if a tool or kernel feature this DUT needs is missing on
         ``host`` (None: this machine, before any testbed exists)."""

@@ -136,6 +136,13 @@ class VppDut(DutDriver):
             skip.add("af_xdp_mode")
         return p.model_dump(mode="json", exclude=skip)
 
+    @classmethod
+    def fits_testbed(cls, params: dict[str, Any], dut_cpus: int | None, where: str) -> None:
+        if dut_cpus is not None and params.get("workers", 0) > dut_cpus:
+            raise CampaignError(f"{where}.workers: {params['workers']} workers but the testbed "
+                                f"gives the DUT {dut_cpus} CPU(s); at most {dut_cpus} (0: the "
+                                f"main thread forwards)")
+
     def check(self, host=None) -> None:
         inst = find_vpp(self.p.vpp_prefix)
         need = plugins_for(self._interface(host), self.p.mode)
