@@ -18,6 +18,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from .. import __version__
 from . import numbers as nb
 from .compare import ratio_ci_text
+from .topology import topologies
 from .figures import FigureSet
 from .model import NDR_GOAL, PDR_GOAL, ReportModel, goal_label
 
@@ -104,6 +105,7 @@ def render(m: ReportModel, figs: FigureSet, *, data_files: list[dict[str, str]],
     return tpl.render(
         m=m, figs=figs, sections=SECTIONS, table_goals=table_goals, pdr_goal=PDR_GOAL,
         dut_versions=_dut_versions(m), bitrates=_bitrates(m), data_files=data_files,
+        topologies=topologies(m.scenarios, m.placement),
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         report_version=__version__, energy_flags=energy_flags, compare=compare,
         warn_counts=_warn_counts(m),
