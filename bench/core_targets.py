@@ -9,7 +9,12 @@
   256-frame ring): 0 of 10 there on 2026-11-22, 10 of 10 with 4096.
 
 Usage: sudo .venv/bin/python bench/core_targets.py [--trials 10] [--seconds 30]
-       [--load-pps 64000] [--overhead-trials 10]
+       [--load-pps 64000] [--overhead-trials 10] [--dut linux|vfwd|vpp|testpmd]
+       [--link veth|memif]
+
+`--dut`/`--link` measure the other data planes the same way (the memif issue's
+"zero false loss over memif at 10 % of each DUT's PDR": give `--load-pps` as
+10 % of that DUT's PDR).
 """
 from __future__ import annotations
 
@@ -25,13 +30,19 @@ from fwdbench.campaign import build_campaign  # noqa: E402
 from fwdbench.testbed.netns import NetnsTestbed  # noqa: E402
 
 
-def campaign(load_pps: float, napi_rt: int, rxq: int):
+DUTS = {"linux": {"type": "linux", "params": {"mode": "router"}},
+        "vfwd": {"type": "vfwd", "params": {"mode": "router"}},
+        "vpp": {"type": "vpp", "params": {"mode": "router"}},
+        "testpmd": {"type": "testpmd", "params": {"mode": "mac"}}}
+
+
+def campaign(load_pps: float, napi_rt: int, rxq: int, dut: str = "linux", link: str = "veth"):
     return build_campaign({
         "campaign": {"name": "core-targets"},
         "testbed": {"type": "netns", "max_load": "2Mpps", "napi_rt_priority": napi_rt,
-                    "dut_rx_queue": rxq},
+                    "dut_rx_queue": rxq, "link": link},
         "trial": {"duration": "1s", "warmup": "0.2s", "drain": "0.2s"},
-        "dut": [{"name": "linux-router", "type": "linux", "params": {"mode": "router"}}],
+        "dut": [{"name": f"{dut}-router", **DUTS[dut]}],
         "profile": [{"name": "udp4-64", "frame_size": 64, "flows": 64,
                      "vary": ["src_ip", "src_port"]}],
         "search": {"type": "sweep", "loads": [load_pps]},
@@ -48,14 +59,17 @@ def main() -> int:
     ap.add_argument("--napi-rt", type=int, default=50, help="testbed.napi_rt_priority")
     ap.add_argument("--dut-rx-queue", type=int, default=4096,
                     help="testbed.dut_rx_queue (0: veth's own 256-frame ring, threaded NAPI)")
+    ap.add_argument("--dut", choices=sorted(DUTS), default="linux")
+    ap.add_argument("--link", choices=("veth", "memif"), default="veth")
     args = ap.parse_args()
 
-    c = campaign(args.load_pps, args.napi_rt, args.dut_rx_queue)
+    c = campaign(args.load_pps, args.napi_rt, args.dut_rx_queue, args.dut, args.link)
     sc = c.scenarios[0]
     with NetnsTestbed(c) as tb, tb.scenario(sc) as (execute, _describe):
         print(f"lab {tb.lab.run_id}: built in {tb.lab.timings.get('total', 0):.3f} s; "
               f"generator CPU {tb.lab.gen_cpu}, DUT CPU {tb.lab.dut_cpu}, "
-              f"NAPI FIFO priority {args.napi_rt}, DUT ingress {tb.lab.dut_ingress}"
+              f"NAPI FIFO priority {args.napi_rt}, DUT {args.dut} on {sc.dut.link}, "
+              f"DUT ingress {tb.lab.dut_ingress if sc.dut.link == 'veth' else 'memif'}"
               + (f" ({args.dut_rx_queue} frames)" if tb.lab.dut_ingress == "cpumap" else ""))
         over = []
         for i in range(args.overhead_trials):
