@@ -256,7 +256,7 @@ def test_nat_ipv6_rewrites_source(lab, dut, tg_wire):
 
 
 def _fdb(lab) -> str:
-    return lab.dut_exec.run(["bridge", "fdb", "show", "br", "br0"]).stdout
+    return lab.dut_exec.run(["bridge", "fdb", "show", "br", "fbbr0"]).stdout
 
 
 @pytest.mark.root
@@ -316,7 +316,7 @@ def test_teardown_restores_the_lab_and_is_idempotent(lab, params):
     d.teardown()
     d.teardown()
     assert snapshot() == base
-    assert "br0" not in ex.run(["ip", "-br", "link"]).stdout
+    assert "fbbr0" not in ex.run(["ip", "-br", "link"]).stdout
 
 
 @pytest.mark.root

@@ -122,9 +122,136 @@ class SimTestbed(TestbedBase):
     type: Literal["sim"]
 
 
+IFNAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$")
+PCI_RE = re.compile(r"^(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){5}$")
+
+
+class SshPort(Strict):
+    """One link of the ssh testbed: a DUT host port and the tester port cabled to it."""
+    dut: str = Field(description="the DUT host's port: an interface name (enp1s0f0) or its "
+                                 "PCI address (0000:01:00.0)")
+    dut_mac: str | None = Field(None, description="its MAC (default: read on the DUT host)")
+    tg: str = Field(description="the tester's port (on this host) cabled to it: an "
+                                "interface name")
+    tg_mac: str | None = Field(None, description="its MAC (default: read on this host)")
+    numa_node: int | None = Field(None, ge=0, description="NUMA node the DUT port must be on "
+                                                          "(checked before the first trial)")
+
+    @field_validator("dut")
+    @classmethod
+    def _dut(cls, v: str) -> str:
+        if not (IFNAME_RE.match(v) or PCI_RE.match(v)):
+            raise ValueError(f"{v!r} is neither an interface name (1-15 characters, no '/' "
+                             f"or blanks) nor a PCI address such as 0000:01:00.0")
+        return v
+
+    @field_validator("tg")
+    @classmethod
+    def _tg(cls, v: str) -> str:
+        if not IFNAME_RE.match(v):
+            raise ValueError(f"{v!r} is not an interface name (1-15 characters, no '/' or "
+                             f"blanks)")
+        return v
+
+    @field_validator("dut_mac", "tg_mac")
+    @classmethod
+    def _mac(cls, v: str | None) -> str | None:
+        if v is not None and not MAC_RE.match(v):
+            raise ValueError(f"{v!r} is not a MAC address such as 02:fb:00:00:01:01")
+        return None if v is None else v.lower()
+
+
+class SshTestbed(TestbedBase):
+    """``type = "ssh"``: the generator on this host's (the tester's) ports, the DUT on
+    another host reached with OpenSSH (docs/testbeds.md)."""
+    type: Literal["ssh"]
+    host: str = Field(description="the DUT host: user@host, or a Host alias of the ssh config")
+    port: int | None = Field(None, ge=1, le=65535, description="sshd's port (default: the "
+                                                               "ssh config's, or 22)")
+    identity: str | None = Field(None, description="private key file (default: the ssh "
+                                                   "config's / ssh-agent's keys)")
+    ssh_config: str | None = Field(None, description="ssh config file instead of ~/.ssh/config")
+    ssh_options: list[str] = Field(default_factory=list,
+                                   description="more ssh -o options, e.g. \"ProxyJump=gw\"")
+    host_key_check: Literal["strict", "accept-new"] = Field(
+        "strict", description="strict: the host key must be in known_hosts; accept-new: "
+                              "record an unknown one at first contact (never a changed one)")
+    sudo: Literal["auto", "always", "never"] = Field(
+        "auto", description="run the DUT host's commands with `sudo -n`: auto when the "
+                            "login user is not root")
+    connect_timeout: str | float = Field("10s", description="[s] to reach sshd")
+    workdir: str = Field("/var/lib/fwdbench", description="directory on the DUT host for "
+                                                         "fwdbench's programs and run files")
+    dut_cpus: list[int] = Field(min_length=1, description="CPUs of the DUT host the data "
+                                                          "plane may use")
+    gen_cpus: list[int] = Field(default_factory=lambda: [0], min_length=1,
+                                description="CPUs of this host for the generator")
+    ports: list[SshPort] = Field(min_length=2, max_length=2,
+                                 description="the two links, as cabled")
+    ipv6: bool = Field(True, description="IPv6 addresses on the DUT ports")
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str) -> str:
+        if not v or v.startswith("-") or any(c.isspace() for c in v):
+            raise ValueError(f"{v!r} is not a user@host or ssh config alias (no blanks, "
+                             f"no leading '-')")
+        return v
+
+    @field_validator("ssh_options")
+    @classmethod
+    def _opts(cls, v: list[str]) -> list[str]:
+        from .remote.ssh import OWN_OPTIONS
+        for o in v:
+            key, eq, _val = o.partition("=")
+            if not eq or not key.strip() or any(c.isspace() for c in key):
+                raise ValueError(f"{o!r} must be Key=Value, e.g. \"ProxyJump=gw\"")
+            if key.strip().lower() in OWN_OPTIONS:
+                raise ValueError(f"{o!r}: fwdbench sets {key.strip()} itself (one "
+                                 f"ControlMaster connection per run, batch mode)")
+        return v
+
+    @field_validator("connect_timeout")
+    @classmethod
+    def _timeout(cls, v):
+        try:
+            s = parse_duration(v)
+        except UnitError as e:
+            raise ValueError(str(e)) from None
+        if s <= 0:
+            raise ValueError(f"{v!r} must be above 0 s")
+        return v
+
+    @field_validator("workdir")
+    @classmethod
+    def _workdir(cls, v: str) -> str:
+        if not v.startswith("/") or any(c.isspace() or c in ",:!'\"\\" for c in v) \
+                or "/../" in v + "/" or v.rstrip("/") == "":
+            raise ValueError(f"{v!r} must be an absolute path without blanks, quotes, "
+                             f"',', ':', '!' or '..' (not /)")
+        return v.rstrip("/")
+
+    @field_validator("dut_cpus", "gen_cpus")
+    @classmethod
+    def _cpus(cls, v: list[int]) -> list[int]:
+        if any(c < 0 for c in v) or len(set(v)) != len(v):
+            raise ValueError(f"{v!r} must list distinct CPU numbers >= 0")
+        return v
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> "SshTestbed":
+        for side in ("dut", "tg"):
+            names = [getattr(p, side) for p in self.ports]
+            if len(set(names)) != len(names):
+                raise ValueError(f"ports: both links name {side} port {names[0]!r}; each "
+                                 f"link has its own ports")
+        return self
+
+
 #: ``[testbed]``, one model per kind, chosen by ``type`` (netns when omitted)
-Testbed = Annotated[Union[NetnsTestbed, SimTestbed], Field(discriminator="type")]
-TESTBED_TYPES = ("netns", "sim")
+Testbed = Annotated[Union[NetnsTestbed, SimTestbed, SshTestbed], Field(discriminator="type")]
+TESTBED_TYPES = ("netns", "sim", "ssh")
 
 
 class TrialSettings(Strict):
@@ -514,7 +641,7 @@ def expand(cf: CampaignFile, path: str, warnings: list[str] | None = None) -> li
         if dspec.type == "sim" and cf.testbed.type != "sim" or \
                 dspec.type != "sim" and cf.testbed.type == "sim":
             raise CampaignError(f"{tag}: dut.type: {dspec.type!r} needs testbed.type = "
-                                f"{'sim' if dspec.type == 'sim' else 'netns'}")
+                                f"{'sim' if dspec.type == 'sim' else 'netns or ssh'}")
         di = [d.name for d in cf.dut].index(dspec.name)
         explicit_link = dspec.link is not None
         dspec.link = _link(cf, dspec, drivers[dspec.type], f"{tag}: dut[{di}].link")

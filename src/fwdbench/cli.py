@@ -53,9 +53,12 @@ def version() -> None:
 
 @app.command()
 def plan(campaign: Path = typer.Argument(..., help="campaign file (TOML)"),
-         as_json: bool = typer.Option(False, "--json", help="print the matrix as JSON")) -> None:
+         as_json: bool = typer.Option(False, "--json", help="print the matrix as JSON"),
+         offline: bool = typer.Option(False, "--offline", help="do not contact the DUT host "
+                                      "of an ssh testbed")) -> None:
     """Validate a campaign and print its expanded scenario matrix, trial count and
-    estimated duration. Nothing is set up."""
+    estimated duration. Nothing is set up; for an ssh testbed the DUT host is reached
+    and looked at (user, sudo, ports), unless --offline."""
     from .campaign import load_campaign
     from .plan import fmt_total, plan_dict, plan_table
     from .plan import long_campaign_warning
@@ -65,8 +68,15 @@ def plan(campaign: Path = typer.Argument(..., help="campaign file (TOML)"),
         fail(e)
     for w in c.warnings:
         warn(w)
+    found: list[str] = []
+    if not offline:
+        from .testbed import testbed_class
+        try:
+            found = testbed_class(c.file.testbed.type).probe(c)
+        except FwdbenchError as e:
+            fail(e, 3)
     if as_json:
-        print(json.dumps(plan_dict(c), indent=2))
+        print(json.dumps(plan_dict(c) | ({"testbed_probe": found} if found else {}), indent=2))
         return
     table, trials, secs = plan_table(c)
     out.print(table)
@@ -74,6 +84,8 @@ def plan(campaign: Path = typer.Argument(..., help="campaign file (TOML)"),
               f"{fmt_total(trials, secs)} (estimate; adaptive searches vary)")
     if (w := long_campaign_warning(secs)):
         warn(w)
+    for line in found:
+        out.print(f"testbed: {line}", highlight=False, markup=False, emoji=False)
 
 
 @app.command()

@@ -192,6 +192,8 @@ def run_campaign(campaign: Campaign, store: ResultsStore, *, progress: Progress,
         by_scenario: dict[int, list[int]] = {}
         for sc, r in todo:
             by_scenario.setdefault(sc.idx, []).append(r)
+        for note in backend.notes:
+            progress.note(note)
         for name, why in backend.unavailable.items():
             progress.note(f"skipping dut {name!r} (optional, not available here): {why}")
         if lab_desc.get("memif_fallback"):

@@ -7,14 +7,17 @@ Modes (``params.mode``):
 - ``nat``: ``router`` plus source NAT with nftables (conntrack): packets
   from the flow range behind tg0 leaving dut1 get dut1's address
   (``nat = "snat"``, fixed address, or ``"masquerade"``); replies are de-NATed.
-- ``bridge``: a Linux bridge ``br0`` of dut0 + dut1; ``learning`` true
+- ``bridge``: a Linux bridge ``fbbr0`` of dut0 + dut1; ``learning`` true
   (MAC learning) or false (learning off, static FDB entries for tg0/tg1).
+  (Named for fwdbench: on a real DUT host ``br0`` may be the operator's.)
 - ``xconnect``: tc ingress + mirred redirect dut0 <-> dut1 (frames unchanged).
 
-Links, addresses, bridge and FDB are configured over netlink (pyroute2);
-the FIB in bulk with raw netlink messages (2^20 IPv4 routes in ~4.5 s); NAT with
-``nft -f -``; tc with ``tc -batch -``; all commands are argv lists run by
-the lab's Executor.
+Links, addresses, bridge and FDB are configured with ``ip -batch -`` and
+``bridge -batch -``; the FIB in bulk through the executor's ``bulk_routes``
+(raw netlink on the netns lab: 2^20 IPv4 routes in ~4.5 s; ``ip -batch``
+on a DUT host over SSH); NAT with ``nft -f -``; tc with ``tc -batch -``; all
+commands are argv lists run by the DUT host's executor, so every mode runs
+the same on the netns lab and on a remote DUT host.
 
 In ``bridge`` and ``xconnect`` modes the generator must address frames to
 the other tg port's MAC (``peer_macs()``); in ``router`` and ``nat`` to the
@@ -47,6 +50,8 @@ FILLER4_PLEN = 28
 FILLER6 = ipaddress.ip_network("2001:2:0:1000::/52")
 FILLER6_PLEN = 72
 NFT_TABLE = "fwdbench"
+#: the bridge of mode ``bridge``
+BRIDGE = "fbbr0"
 #: nexthop object ids of the FIB: (family, port index behind which the flows live) -> id
 NHIDS = {(socket.AF_INET, 0): 2510, (socket.AF_INET, 1): 2511,
          (socket.AF_INET6, 0): 2512, (socket.AF_INET6, 1): 2513}
@@ -180,11 +185,15 @@ class LinuxDut(DutDriver):
     def check(self, host=None) -> None:
         ex = host.exec if host is not None else Executor(None)
         need = {"router": ["ip", "ethtool"], "nat": ["ip", "ethtool", "nft"],
-                "bridge": ["ip", "ethtool"], "xconnect": ["ip", "ethtool", "tc"]}[self.mode]
+                "bridge": ["ip", "ethtool", "bridge"],
+                "xconnect": ["ip", "ethtool", "tc"]}[self.mode]
+        if self.mode == "nat":          # what the executor needs to forget NAT bindings
+            need += ex.tools_for("conntrack_flush")
         missing = ex.missing_tools(need)
         if missing:
-            raise DutError(f"linux DUT mode {self.mode}: missing tools {', '.join(missing)} "
-                           f"(apt-get install iproute2 nftables ethtool)")
+            where = f" on {host.name}" if host is not None else ""
+            raise DutError(f"linux DUT mode {self.mode}: missing tools {', '.join(missing)}"
+                           f"{where} (apt-get install iproute2 nftables ethtool conntrack)")
         if host is None and os.geteuid() != 0:
             raise DutError("linux DUT: needs root (network namespaces); run with sudo")
         kcfg = ex.kernel_config()
@@ -282,21 +291,21 @@ class LinuxDut(DutDriver):
         ex = self.host.exec
         self._forwarding(False)
         self._done.append("bridge")
-        with ex.iproute() as ipr:
-            ipr.link("add", ifname="br0", kind="bridge", address=BRIDGE_MAC,
-                     br_stp_state=0, br_forward_delay=0, br_mcast_snooping=0)
-            br = ipr.link_lookup(ifname="br0")[0]
-            ex.sysctl_set({"net.ipv6.conf.br0.disable_ipv6": 1})
-            learning = 1 if self.params["learning"] else 0
-            for p in self.ports:
-                idx = ipr.link_lookup(ifname=p.dut.ifname)[0]
-                ipr.flush_addr(index=idx)
-                ipr.link("set", index=idx, master=br)
-                ipr.brport("set", index=idx, learning=learning)
-                if not learning:
-                    # static entry: NUD_NOARP, like `bridge fdb add MAC dev X master static`
-                    ipr.fdb("add", ifindex=idx, lladdr=p.tg.mac, state=0x40)
-            ipr.link("set", index=br, state="up")
+        ex.run(["ip", "link", "add", BRIDGE, "address", BRIDGE_MAC, "type", "bridge",
+                "stp_state", "0", "forward_delay", "0", "mcast_snooping", "0"])
+        ex.sysctl_set({f"net.ipv6.conf.{BRIDGE}.disable_ipv6": 1})
+        learning = "on" if self.params["learning"] else "off"
+        lines = []
+        for p in self.ports:
+            ifn = p.dut.ifname
+            lines += [f"address flush dev {ifn}", f"link set dev {ifn} master {BRIDGE}",
+                      f"link set dev {ifn} type bridge_slave learning {learning}"]
+        ex.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n")
+        if not self.params["learning"]:
+            # static entries (NUD_NOARP): the other side's tester port behind each port
+            ex.run(["bridge", "-batch", "-"], input="".join(
+                f"fdb add {p.tg.mac} dev {p.dut.ifname} master static\n" for p in self.ports))
+        ex.run(["ip", "link", "set", "dev", BRIDGE, "up"])
 
     def _setup_xconnect(self) -> None:
         ex = self.host.exec
@@ -326,10 +335,8 @@ class LinuxDut(DutDriver):
                     ex.run(["nft", "delete", "table", "inet", NFT_TABLE], check=False)
                     ex.conntrack_flush()
                 elif step == "bridge":
-                    with ex.iproute() as ipr:
-                        idx = ipr.link_lookup(ifname="br0")
-                        if idx:
-                            ipr.link("del", index=idx[0])
+                    if ex.run(["ip", "link", "show", "dev", BRIDGE], check=False).returncode == 0:
+                        ex.run(["ip", "link", "del", "dev", BRIDGE])
                 elif step == "tc":
                     for p in host.ports[:2]:
                         ex.run(["tc", "qdisc", "del", "dev", p.dut.ifname, "ingress"], check=False)
@@ -435,7 +442,7 @@ class LinuxDut(DutDriver):
         if self.mode == "nat":
             d["nft_ruleset"] = self._nft_ruleset
         if self.mode == "bridge":
-            d["bridge"] = {"name": "br0", "mac": BRIDGE_MAC, "stp": False, "mcast_snooping": False,
+            d["bridge"] = {"name": BRIDGE, "mac": BRIDGE_MAC, "stp": False, "mcast_snooping": False,
                            "learning": self.params["learning"],
                            "static_fdb": {} if self.params["learning"] else
                            {p.dut.ifname: p.tg.mac for p in ports}}

@@ -423,6 +423,11 @@ class VfwdDut(DutDriver):
             raise DutError(f"vfwd: {binary} --version failed: {e}") from None
         if r.returncode != 0 or not r.stdout.startswith("vfwd "):
             raise DutError(f"vfwd: {binary} --version: {r.stderr.strip() or r.stdout}")
+        missing = ex.missing_tools(ex.tools_for("unix_request"))
+        if missing:     # its control socket is reached through them (a DUT host over SSH)
+            raise DutError(f"vfwd: {', '.join(missing)} is missing on {host.name}, which "
+                           f"fwdbench needs there to read vfwd's statistics from its control "
+                           f"socket (apt-get install {' '.join(missing)})")
 
     def peer_macs(self, host=None) -> dict[str, str]:
         """Destination MAC the generator writes on each tg port: the DUT port's

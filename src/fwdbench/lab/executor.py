@@ -23,9 +23,10 @@ from .netlink import in_netns, netns_socket
 class CommandError(LabError):
     """A command in a lab namespace failed; the message names it and its stderr."""
 
-    def __init__(self, ns: str | None, argv: Sequence[str], returncode: int, stderr: str):
+    def __init__(self, ns: str | None, argv: Sequence[str], returncode: int, stderr: str,
+                 where: str | None = None):
         self.ns, self.argv, self.returncode, self.stderr = ns, list(argv), returncode, stderr
-        where = f"in netns {ns}" if ns else "on the host"
+        where = where or (f"in netns {ns}" if ns else "on the host")
         tail = stderr.strip().splitlines()[-3:] if stderr else []
         super().__init__(f"`{shlex.join(argv)}` {where} exited with {returncode}"
                          + (": " + " | ".join(tail) if tail else ""))
@@ -166,6 +167,23 @@ class Executor:
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
+
+    def read_files(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """Text of several files of the executor's host at once (None: unreadable);
+        e.g. /proc/stat and /proc/<pid>/stat for the CPU meters."""
+        out: dict[str, str | None] = {}
+        for p in paths:
+            try:
+                with open(p, errors="replace") as f:
+                    out[p] = f.read()
+            except OSError:
+                out[p] = None
+        return out
+
+    def tools_for(self, operation: str) -> list[str]:
+        """Commands this executor needs on its host for ``operation`` (a method
+        name, e.g. ``unix_request``), for drivers' check(): none locally."""
+        return []
 
     def missing_tools(self, names: Sequence[str]) -> list[str]:
         """Which of the commands ``names`` are not on the executor's PATH."""

@@ -15,6 +15,11 @@ Sources (all read before and after the trial, deltas reported):
 
 Accounting granularity is one tick (1/USER_HZ = 10 ms), so a 2 s trial
 resolves utilisation to about 0.5 %.
+
+On a DUT host reached over SSH (testbed ``ssh``) the DUT's files are read
+there, all of one snapshot in one command (``dut_files``: an executor's
+``read_files``), with the host's own uptime as the clock of its processes'
+start times; the generator's CPUs are this host's.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ import re
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from .base import MeterError, sig
 
@@ -88,21 +93,37 @@ def parse_cpu_list(spec: str | Iterable[int] | None) -> list[int]:
     return sorted(set(cpus))
 
 
+#: reads several files of a host at once: path -> text, None when unreadable
+FileReader = Callable[[Sequence[str]], "dict[str, str | None]"]
+
+
 def read_proc_stat(path: str | os.PathLike = "/proc/stat") -> dict[int, CpuTimes]:
     """Per-CPU cumulative times from /proc/stat (the aggregate 'cpu' line is skipped)."""
-    out: dict[int, CpuTimes] = {}
     with open(path, encoding="ascii") as f:
-        for line in f:
-            if not line.startswith("cpu") or line.startswith("cpu "):
-                continue
-            parts = line.split()
-            n = int(parts[0][3:])
-            vals = [int(v) for v in parts[1:1 + len(STAT_FIELDS)]]
-            vals += [0] * (len(STAT_FIELDS) - len(vals))   # very old kernels lack steal
-            out[n] = CpuTimes(*vals)
+        return parse_proc_stat(f.read(), str(path))
+
+
+def parse_proc_stat(text: str, where: str = "/proc/stat") -> dict[int, CpuTimes]:
+    out: dict[int, CpuTimes] = {}
+    for line in text.splitlines():
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        parts = line.split()
+        n = int(parts[0][3:])
+        vals = [int(v) for v in parts[1:1 + len(STAT_FIELDS)]]
+        vals += [0] * (len(STAT_FIELDS) - len(vals))   # very old kernels lack steal
+        out[n] = CpuTimes(*vals)
     if not out:
-        raise MeterError(f"{path}: no per-CPU lines; is this a Linux /proc?")
+        raise MeterError(f"{where}: no per-CPU lines; is this a Linux /proc?")
     return out
+
+
+def remote_proc_stat(files: FileReader, where: str) -> dict[int, CpuTimes]:
+    """/proc/stat of another host, through ``files``."""
+    text = files(["/proc/stat"]).get("/proc/stat")
+    if text is None:
+        raise MeterError(f"/proc/stat of {where} could not be read")
+    return parse_proc_stat(text, f"/proc/stat of {where}")
 
 
 def _fmt_cpus(cpus: Iterable[int]) -> str:
@@ -183,6 +204,13 @@ def read_proc_pid(pid: int, proc_root: str | os.PathLike = "/proc") -> ProcTimes
         raw = Path(proc_root, str(pid), "stat").read_text(encoding="utf-8", errors="replace")
     except (FileNotFoundError, ProcessLookupError):
         return None
+    return parse_proc_pid(pid, raw)
+
+
+def parse_proc_pid(pid: int, raw: str | None) -> ProcTimes | None:
+    """/proc/<pid>/stat text -> ProcTimes (None: no text, the process is gone)."""
+    if not raw:
+        return None
     # comm sits in parentheses and may itself contain spaces or ')'
     lp, rp = raw.index("("), raw.rindex(")")
     comm = raw[lp + 1:rp]
@@ -204,7 +232,8 @@ _GHZ_IN_NAME = re.compile(r"@\s*([0-9.]+)\s*GHz", re.I)
 
 
 def nominal_frequency(cpu: int, *, sys_root: str | os.PathLike = "/sys/devices/system/cpu",
-                      cpuinfo: str | os.PathLike = "/proc/cpuinfo") -> tuple[float | None, str]:
+                      cpuinfo: str | os.PathLike = "/proc/cpuinfo",
+                      files: FileReader | None = None) -> tuple[float | None, str]:
     """(nominal frequency [Hz], where it came from) for one CPU.
 
     Preference: cpufreq base_frequency (the nominal, non-turbo clock, from
@@ -213,15 +242,28 @@ def nominal_frequency(cpu: int, *, sys_root: str | os.PathLike = "/sys/devices/s
     cpufreq cpuinfo_max_freq (may include turbo).
     """
     freq_dir = Path(sys_root, f"cpu{cpu}", "cpufreq")
+    base, top, info = (str(freq_dir / "base_frequency"), str(freq_dir / "cpuinfo_max_freq"),
+                       str(cpuinfo))
+    if files is not None:       # another host's files: all at once
+        got = files([base, info, top])
+
+        def read(path: str) -> str:
+            text = got.get(path)
+            if text is None:
+                raise OSError(f"{path}: unreadable")
+            return text
+    else:
+        def read(path: str) -> str:
+            return Path(path).read_text(errors="replace")
     try:
-        khz = int(Path(freq_dir, "base_frequency").read_text().strip())
+        khz = int(read(base).strip())
         if khz > 0:
             return khz * 1e3, f"{freq_dir}/base_frequency"
     except (OSError, ValueError):
         pass
     model_hz = mhz = None
     try:
-        block = _cpuinfo_block(Path(cpuinfo).read_text(errors="replace"), cpu)
+        block = _cpuinfo_block(read(info), cpu)
         if m := _GHZ_IN_NAME.search(block.get("model name", "")):
             model_hz = float(m.group(1)) * 1e9
         if "cpu MHz" in block:
@@ -233,7 +275,7 @@ def nominal_frequency(cpu: int, *, sys_root: str | os.PathLike = "/sys/devices/s
     if mhz:
         return mhz, "/proc/cpuinfo cpu MHz (current clock)"
     try:
-        khz = int(Path(freq_dir, "cpuinfo_max_freq").read_text().strip())
+        khz = int(read(top).strip())
         if khz > 0:
             return khz * 1e3, f"{freq_dir}/cpuinfo_max_freq (may include turbo)"
     except (OSError, ValueError):
@@ -267,66 +309,109 @@ class CpuAccounting:
     ``TrialResult.meters``. A pid first named at stop() is accounted from the
     trial start if it was born after it, otherwise over its whole life (and
     marked so).
+
+    ``dut_files`` (an executor's ``read_files``): the DUT CPUs and processes
+    are another host's (``dut_host`` names it), read through it; the
+    generator's CPUs stay this host's, and ``per_cpu`` names them
+    ``tester:<n>``.
     """
 
     def __init__(self, dut_cpus: Iterable[int] | str | None, gen_cpus: Iterable[int] | str | None = None,
                  *, proc_root: str | os.PathLike = "/proc",
-                 sys_cpu_root: str | os.PathLike = "/sys/devices/system/cpu"):
+                 sys_cpu_root: str | os.PathLike = "/sys/devices/system/cpu",
+                 dut_files: FileReader | None = None, dut_host: str = ""):
         self.proc_root = Path(proc_root)
         self.sys_cpu_root = Path(sys_cpu_root)
         self.stat_path = self.proc_root / "stat"
-        stat = read_proc_stat(self.stat_path)
+        self.dut_files = dut_files
+        self.dut_host = dut_host
         self.dut_cpus = parse_cpu_list(dut_cpus)
         self.gen_cpus = parse_cpu_list(gen_cpus)
         self.notes: list[str] = []
+        dstat = (remote_proc_stat(dut_files, dut_host) if dut_files is not None
+                 else read_proc_stat(self.stat_path))
+        gstat = read_proc_stat(self.stat_path) if dut_files is not None else dstat
         if not self.dut_cpus:
-            self.dut_cpus = sorted(stat)
-            self.notes.append(f"DUT CPUs not given: accounted over all CPUs {_fmt_cpus(stat)}")
-        check_cpus(self.dut_cpus, stat, "DUT")
-        check_cpus(self.gen_cpus, stat, "generator")
+            self.dut_cpus = sorted(dstat)
+            self.notes.append(f"DUT CPUs not given: accounted over all CPUs {_fmt_cpus(dstat)}")
+        check_cpus(self.dut_cpus, dstat, "DUT" + (f" host {dut_host}'s" if dut_files else ""))
+        check_cpus(self.gen_cpus, gstat, "generator")
         overlap = set(self.dut_cpus) & set(self.gen_cpus)
-        if overlap:
+        if overlap and dut_files is None:
             self.notes.append(f"DUT and generator share CPU(s) {_fmt_cpus(overlap)}; "
                               "their busy time cannot be told apart")
         self._freq: dict[int, tuple[float | None, str]] = {}
         self._t0 = self._boot0 = 0.0
         self._stat0: dict[int, CpuTimes] = {}
+        self._gstat0: dict[int, CpuTimes] = {}
         self._procs0: dict[int, ProcTimes] = {}
         self._started = False
 
+    @property
+    def remote(self) -> bool:
+        return self.dut_files is not None
+
     # The snapshot is split out so the cpu-model meter can share it.
     def snapshot(self) -> tuple[float, dict[int, CpuTimes]]:
+        """(monotonic time, the DUT host's /proc/stat)."""
+        if self.dut_files is not None:
+            return time.monotonic(), remote_proc_stat(self.dut_files, self.dut_host)
         return time.monotonic(), read_proc_stat(self.stat_path)
+
+    def _read_dut(self, pids: Iterable[int]) -> tuple[dict[int, CpuTimes],
+                                                      dict[int, ProcTimes | None], float]:
+        """The DUT host's /proc/stat, the processes, and its clock [ticks since boot]."""
+        pids = list(pids)
+        if self.dut_files is None:
+            procs = {pid: read_proc_pid(pid, self.proc_root) for pid in pids}
+            return read_proc_stat(self.stat_path), procs, boot_ticks_now()
+        want = ["/proc/stat", "/proc/uptime", *(f"/proc/{pid}/stat" for pid in pids)]
+        got = self.dut_files(want)
+        if got.get("/proc/stat") is None or got.get("/proc/uptime") is None:
+            raise MeterError(f"/proc/stat or /proc/uptime of {self.dut_host} could not be read")
+        stat = parse_proc_stat(got["/proc/stat"] or "", f"/proc/stat of {self.dut_host}")
+        boot = float((got["/proc/uptime"] or "0").split()[0]) * USER_HZ
+        return stat, {pid: parse_proc_pid(pid, got[f"/proc/{pid}/stat"]) for pid in pids}, boot
 
     def start(self, pids: Iterable[int] = ()) -> None:
         self._procs0 = {}
-        for pid in pids:
-            p = read_proc_pid(pid, self.proc_root)
-            if p is not None:
-                self._procs0[pid] = p
-        self._boot0 = boot_ticks_now()
-        self._t0, self._stat0 = self.snapshot()
+        stat, procs, boot = self._read_dut(pids)
+        self._procs0 = {pid: p for pid, p in procs.items() if p is not None}
+        self._boot0 = boot
+        self._t0 = time.monotonic()
+        self._stat0 = stat
+        self._gstat0 = read_proc_stat(self.stat_path) if self.remote else stat
         self._started = True
 
     def stop(self, pids: Iterable[int] = (), packets: int | None = None) -> dict[str, Any]:
         if not self._started:
             raise MeterError("CPU accounting stopped before it was started")
-        t1, stat1 = self.snapshot()
+        all_pids = list(dict.fromkeys([*self._procs0, *pids]))
+        stat1, procs1, _ = self._read_dut(all_pids)
+        t1 = time.monotonic()
+        gstat1 = read_proc_stat(self.stat_path) if self.remote else stat1
         self._started = False
         wall = t1 - self._t0
         deltas = {c: stat1[c] - self._stat0[c] for c in stat1 if c in self._stat0}
-        all_pids = list(dict.fromkeys([*self._procs0, *pids]))
-        procs = {str(pid): self._proc_delta(pid, wall) for pid in all_pids}
+        gdeltas = ({c: gstat1[c] - self._gstat0[c] for c in gstat1 if c in self._gstat0}
+                   if self.remote else deltas)
+        procs = {str(pid): self._proc_delta(pid, procs1.get(pid), wall) for pid in all_pids}
         dut = aggregate(deltas, self.dut_cpus, wall)
-        gen = aggregate(deltas, self.gen_cpus, wall)
-        per_cpu = {str(c): {k: round(v, 5) for k, v in cpu_shares(deltas[c]).items()}
-                   for c in sorted(set(self.dut_cpus) | set(self.gen_cpus))}
+        gen = aggregate(gdeltas, self.gen_cpus, wall)
+        if self.remote:
+            per_cpu = {str(c): {k: round(v, 5) for k, v in cpu_shares(deltas[c]).items()}
+                       for c in self.dut_cpus}
+            per_cpu |= {f"tester:{c}": {k: round(v, 5) for k, v in cpu_shares(gdeltas[c]).items()}
+                        for c in self.gen_cpus}
+        else:
+            per_cpu = {str(c): {k: round(v, 5) for k, v in cpu_shares(deltas[c]).items()}
+                       for c in sorted(set(self.dut_cpus) | set(self.gen_cpus))}
         notes = list(self.notes)
         if dut["steal"] and dut["steal"] > STEAL_WARN_SHARE:
             notes.append(f"steal time {dut['steal']:.1%} on the DUT CPUs: the hypervisor ran "
                          "other guests there; throughput and energy figures are less reliable")
         cpp, basis = self._cycles_per_packet(dut["busy_s"], packets)
-        return {
+        out = {
             "duration_s": sig(wall),
             "user_hz": USER_HZ,
             "dut_cpus": self.dut_cpus,
@@ -339,9 +424,11 @@ class CpuAccounting:
             "cycles_per_packet_basis": basis,
             "notes": notes,
         }
+        if self.remote:
+            out["dut_host"] = self.dut_host
+        return out
 
-    def _proc_delta(self, pid: int, wall: float) -> dict[str, Any]:
-        p1 = read_proc_pid(pid, self.proc_root)
+    def _proc_delta(self, pid: int, p1: ProcTimes | None, wall: float) -> dict[str, Any]:
         p0 = self._procs0.get(pid)
         if p1 is None:
             return {"interval": "gone", "comm": p0.comm if p0 else None, "cpu_s": None,
@@ -368,8 +455,13 @@ class CpuAccounting:
         src = ""
         for c in self.dut_cpus:
             if c not in self._freq:
-                self._freq[c] = nominal_frequency(c, sys_root=self.sys_cpu_root,
-                                                  cpuinfo=self.proc_root / "cpuinfo")
+                if self.dut_files is not None:
+                    hz, where = nominal_frequency(c, sys_root="/sys/devices/system/cpu",
+                                                  cpuinfo="/proc/cpuinfo", files=self.dut_files)
+                    self._freq[c] = hz, f"{where} of {self.dut_host}"
+                else:
+                    self._freq[c] = nominal_frequency(c, sys_root=self.sys_cpu_root,
+                                                      cpuinfo=self.proc_root / "cpuinfo")
             hz, src = self._freq[c]
             if hz is None:
                 return None, src

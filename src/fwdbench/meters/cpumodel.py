@@ -27,8 +27,8 @@ import time
 from typing import Any, Iterable
 
 from .base import Meter, MeterError, MeterReading, PeriodicSampler, sig
-from .cpu import (STEAL_WARN_SHARE, CpuTimes, _fmt_cpus, check_cpus, cpu_shares, parse_cpu_list,
-                  read_proc_stat)
+from .cpu import (STEAL_WARN_SHARE, CpuTimes, FileReader, _fmt_cpus, check_cpus, cpu_shares,
+                  parse_cpu_list, read_proc_stat, remote_proc_stat)
 
 DEFAULT_IDLE_WATTS = 0.0             # [W]
 DEFAULT_WATTS_PER_BUSY_CORE = 10.0   # [W] per fully busy core
@@ -57,12 +57,16 @@ class CpuModelMeter(Meter):
 
     def __init__(self, cpus: Iterable[int] | str | None, *, idle_watts: float = DEFAULT_IDLE_WATTS,
                  watts_per_busy_core: float = DEFAULT_WATTS_PER_BUSY_CORE,
-                 sample_interval_s: float = 1.0, proc_root: str | os.PathLike = "/proc"):
+                 sample_interval_s: float = 1.0, proc_root: str | os.PathLike = "/proc",
+                 files: FileReader | None = None, host: str = ""):
+        """``files``: the CPUs are another host's (``host``), read through it."""
         if idle_watts < 0:
             raise ValueError(f"idle_watts {idle_watts!r} W must not be negative")
         if watts_per_busy_core < 0:
             raise ValueError(f"watts_per_busy_core {watts_per_busy_core!r} W must not be negative")
         self.stat_path = os.path.join(proc_root, "stat")
+        self.files = files
+        self.host = host
         self.cpus = parse_cpu_list(cpus)
         self.idle_watts = float(idle_watts)
         self.watts_per_busy_core = float(watts_per_busy_core)
@@ -78,20 +82,29 @@ class CpuModelMeter(Meter):
         check_cpus(self.cpus, stat, "cpu-model")
         return self.cpus
 
+    def _read(self) -> dict[int, CpuTimes]:
+        if self.files is not None:
+            return remote_proc_stat(self.files, self.host)
+        return read_proc_stat(self.stat_path)
+
+    @property
+    def _where(self) -> str:
+        return f"/proc/stat of {self.host}" if self.files is not None else self.stat_path
+
     def available(self) -> tuple[bool, str]:
         try:
-            stat = read_proc_stat(self.stat_path)
+            stat = self._read()
             cpus = self._resolve_cpus(stat)
         except (OSError, MeterError) as e:
             return False, str(e)
         return True, (f"modelled: {self.idle_watts:g} W + {self.watts_per_busy_core:g} W x busy "
-                      f"cores of CPUs {_fmt_cpus(cpus)} (from {self.stat_path})")
+                      f"cores of CPUs {_fmt_cpus(cpus)} (from {self._where})")
 
     def start(self) -> None:
         try:
-            self._s0 = read_proc_stat(self.stat_path)
+            self._s0 = self._read()
         except OSError as e:
-            raise MeterError(f"cpu-model: cannot read {self.stat_path}: {e}") from e
+            raise MeterError(f"cpu-model: cannot read {self._where}: {e}") from e
         self._resolve_cpus(self._s0)
         self._t0 = time.monotonic()
         self._prev = (self._t0, self._s0)
@@ -101,7 +114,7 @@ class CpuModelMeter(Meter):
 
     def _sample_watts(self) -> float:
         """Model power over the time since the previous sample [W]."""
-        now = read_proc_stat(self.stat_path)
+        now = self._read()
         assert self._prev is not None
         _, prev = self._prev
         self._prev = (time.monotonic(), now)
@@ -111,7 +124,7 @@ class CpuModelMeter(Meter):
     def stop(self) -> MeterReading:
         if self._sampler is not None:
             self._sampler.stop()
-        s1 = read_proc_stat(self.stat_path)
+        s1 = self._read()
         duration = time.monotonic() - self._t0
         bc, steal = busy_cores(self._s0, s1, self.cpus)
         watts = model_watts(bc, self.idle_watts, self.watts_per_busy_core)
@@ -137,4 +150,4 @@ class CpuModelMeter(Meter):
         return {"name": self.name, "measured": False, "label": "modelled",
                 "formula": "idle_watts + watts_per_busy_core x busy_cores",
                 "idle_watts": self.idle_watts, "watts_per_busy_core": self.watts_per_busy_core,
-                "cpus": self.cpus}
+                "cpus": self.cpus, **({"host": self.host} if self.files is not None else {})}

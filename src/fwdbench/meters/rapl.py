@@ -20,6 +20,9 @@ package, not the wall: NICs, fans, disks and PSU losses are not in it.
 
 Since Linux 5.10 energy_uj is readable only by root (CVE-2020-8694,
 "Platypus": the counter leaks information about what other code runs).
+
+On the ``ssh`` testbed the meter reads the DUT host's powercap files through
+its executor (``exec``): every read, also each sample, is one command there.
 """
 from __future__ import annotations
 
@@ -64,19 +67,34 @@ def _kind(name: str) -> str:
 def discover(root: str | os.PathLike = DEFAULT_ROOT) -> list[tuple[str, str, Path]]:
     """All RAPL zones under root: (key, kind, dir), parents before children."""
     root = Path(root)
-    zones = sorted((p for p in root.iterdir() if _ZONE.match(p.name)),
-                   key=lambda p: [int(x) for x in p.name.split(":")[1:]])
-    names: dict[str, str] = {}
-    out = []
+    zones = [p.name for p in root.iterdir() if _ZONE.match(p.name)]
+    names = {}
     for z in zones:
         try:
-            name = z.joinpath("name").read_text().strip()
+            names[z] = root.joinpath(z, "name").read_text().strip()
         except OSError:
             continue
-        names[z.name] = name
-        parent = z.name.rsplit(":", 1)[0]
-        key = f"{names[parent]}/{name}" if parent in names else name
-        out.append((key, _kind(name), z))
+    return _zones(root, names)
+
+
+def discover_on(ex, root: str | os.PathLike = DEFAULT_ROOT) -> list[tuple[str, str, Path]]:
+    """discover() on the host of executor ``ex`` (the DUT host over SSH)."""
+    root = Path(root)
+    cp = ex.run(["find", str(root), "-mindepth", "1", "-maxdepth", "1"], check=False)
+    zones = [ln.rsplit("/", 1)[-1] for ln in cp.stdout.split()]
+    zones = [z for z in zones if _ZONE.match(z)]
+    got = ex.read_files([str(root / z / "name") for z in zones])
+    return _zones(root, {z: (got[str(root / z / "name")] or "").strip() for z in zones
+                         if got[str(root / z / "name")] is not None})
+
+
+def _zones(root: Path, names: dict[str, str]) -> list[tuple[str, str, Path]]:
+    """(key, kind, dir) of the zones named ``names`` (zone -> its name file), parents first."""
+    out = []
+    for z in sorted(names, key=lambda n: [int(x) for x in n.split(":")[1:]]):
+        parent = z.rsplit(":", 1)[0]
+        key = f"{names[parent]}/{names[z]}" if parent in names else names[z]
+        out.append((key, _kind(names[z]), root / z))
     return out
 
 
@@ -97,8 +115,12 @@ class RaplMeter(Meter):
     measured = True
 
     def __init__(self, *, root: str | os.PathLike = DEFAULT_ROOT,
-                 domains: Iterable[str] = DEFAULT_DOMAINS, sample_interval_s: float = 1.0):
+                 domains: Iterable[str] = DEFAULT_DOMAINS, sample_interval_s: float = 1.0,
+                 exec=None, host: str = ""):
+        """``exec``: read another host's powercap files (``host``) through that executor."""
         self.root = Path(root)
+        self.exec = exec
+        self.host = host
         self.want = tuple(domains)
         self.sample_interval_s = float(sample_interval_s)
         self.domains: list[RaplDomain] = []
@@ -110,8 +132,50 @@ class RaplMeter(Meter):
         self._t0 = 0.0
 
     # -- probing ------------------------------------------------------------
+    def _ints(self, paths: list[Path]) -> dict[Path, int]:
+        """Integer sysfs attributes, one command for all on a remote host."""
+        if self.exec is None:
+            return {p: _read_int(p) for p in paths}
+        got = self.exec.read_files([str(p) for p in paths])
+        out = {}
+        for p in paths:
+            text = got.get(str(p))
+            if text is None:
+                raise MeterError(f"{p} on {self.host} is not readable (energy_uj is root-only "
+                                 f"since CVE-2020-8694: does fwdbench run commands there as "
+                                 f"root or with sudo?)")
+            out[p] = int(text.strip())
+        return out
+
+    def _probe_remote(self) -> list[RaplDomain]:
+        if not self.exec.exists(str(self.root)):
+            raise MeterError(f"no {self.root} on {self.host}: its kernel has no powercap "
+                             f"framework or the RAPL driver is not loaded (modprobe "
+                             f"intel_rapl_msr there); virtual machines rarely expose RAPL")
+        zones = discover_on(self.exec, self.root)
+        if not zones:
+            raise MeterError(f"{self.root} on {self.host} has no intel-rapl/amd-rapl zone: "
+                             f"load the RAPL driver there (modprobe intel_rapl_msr)")
+        chosen = [(k, kind, p) for k, kind, p in zones if kind in self.want]
+        if not chosen:
+            have = ", ".join(sorted({kind for _, kind, _ in zones}))
+            raise MeterError(f"none of the RAPL domains {list(self.want)} exists on "
+                             f"{self.host}; it has: {have}")
+        ints = self._ints([p / f for _, _, p in chosen
+                           for f in ("energy_uj", "max_energy_range_uj")])
+        out = []
+        for key, kind, p in chosen:
+            max_range = ints[p / "max_energy_range_uj"]
+            if max_range <= 0:
+                raise MeterError(f"{p / 'max_energy_range_uj'} on {self.host} is {max_range}; "
+                                 f"the counter's wrap-around point is unknown")
+            out.append(RaplDomain(key=key, kind=kind, path=p, max_range_uj=max_range))
+        return out
+
     def _probe(self) -> list[RaplDomain]:
         """Find the selected domains and read each once; MeterError says why not."""
+        if self.exec is not None:
+            return self._probe_remote()
         if not self.root.is_dir():
             raise MeterError(
                 f"no {self.root}: the kernel has no powercap framework or the RAPL driver is "
@@ -151,7 +215,8 @@ class RaplMeter(Meter):
             doms = self._probe()
         except MeterError as e:
             return False, str(e)
-        return True, "measured: " + ", ".join(d.key for d in doms) + f" under {self.root}"
+        return True, ("measured: " + ", ".join(d.key for d in doms) + f" under {self.root}"
+                      + (f" on {self.host}" if self.exec is not None else ""))
 
     # -- measuring ----------------------------------------------------------
     def poll(self) -> float:
@@ -161,12 +226,13 @@ class RaplMeter(Meter):
     def _read_all(self) -> float:
         """Read every domain, accumulate increments; returns joules so far."""
         with self._lock:
+            try:
+                now = self._ints([d.energy_path for d in self.domains])
+            except PermissionError as e:
+                raise MeterError(f"{e.filename}: permission denied (root only since "
+                                 f"CVE-2020-8694)") from e
             for d in self.domains:
-                try:
-                    v = _read_int(d.energy_path)
-                except PermissionError as e:
-                    raise MeterError(f"{d.energy_path}: permission denied (root only since "
-                                     f"CVE-2020-8694)") from e
+                v = now[d.energy_path]
                 inc = v - self._last[d.key]
                 if inc < 0:                    # wrapped past max_energy_range_uj
                     inc += d.max_range_uj + 1
@@ -180,7 +246,8 @@ class RaplMeter(Meter):
             self.domains = self._probe()
         with self._lock:
             try:
-                self._last = {d.key: _read_int(d.energy_path) for d in self.domains}
+                now = self._ints([d.energy_path for d in self.domains])
+                self._last = {d.key: now[d.energy_path] for d in self.domains}
             except OSError as e:
                 raise MeterError(f"rapl: cannot read energy_uj: {e}") from e
             self._acc = {d.key: 0 for d in self.domains}
@@ -212,7 +279,8 @@ class RaplMeter(Meter):
                                       or self.sample_interval_s > wrap_s / 2):
             notes.append(f"reads were more than {wrap_s / 2:.0f} s apart: a counter could have "
                          f"wrapped twice between them at 400 W; lower sample_interval_s")
-        notes.append("covers the CPU package(s) and DRAM only, not the whole system")
+        notes.append("covers the CPU package(s) and DRAM only, not the whole system"
+                     + (f" (of {self.host})" if self.exec is not None else ""))
         return MeterReading(
             source=self.name, measured=True, duration_s=duration, joules=joules,
             mean_watts=joules / duration if duration > 0 else None,
@@ -222,6 +290,7 @@ class RaplMeter(Meter):
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "measured": True, "root": str(self.root),
+                **({"host": self.host} if self.exec is not None else {}),
                 "domains": [d.key for d in self.domains] or list(self.want),
                 "total_of": total_keys(self.domains) if self.domains else None,
                 "sample_interval_s": self.sample_interval_s}

@@ -23,6 +23,12 @@
 
 A meter failing during a trial never fails the trial: its error is recorded
 and the energy figure falls back to the next meter (at worst cpu-model).
+
+On a DUT host reached over SSH (``dut_exec``, ``dut_host``) the CPU
+accounting, the cpu-model and RAPL read that host's files through its
+executor; IPMI over the LAN reads the BMC named in [energy.ipmi]; a local
+IPMI device would be the tester's and is not used; the command meter runs
+on the tester. Every energy figure says which host it measured.
 """
 from __future__ import annotations
 
@@ -48,19 +54,45 @@ _SCOPE = {
 }
 
 
+class ElsewhereMeter(Meter):
+    """A meter that would measure the wrong host (the tester, not the DUT host)."""
+
+    def __init__(self, name: str, why: str):
+        self.name = name        # type: ignore[misc]
+        self.why = why
+
+    def available(self) -> tuple[bool, str]:
+        return False, self.why
+
+    def start(self) -> None:
+        raise MeterError(self.why)
+
+    def stop(self) -> MeterReading:
+        raise MeterError(self.why)
+
+
 def build_meter(name: str, settings: EnergySettings, dut_cpus: list[int], *,
-                proc_root: str | os.PathLike = "/proc") -> Meter:
-    """One meter from the [energy] settings."""
+                proc_root: str | os.PathLike = "/proc", dut_exec=None,
+                dut_host: str = "") -> Meter:
+    """One meter from the [energy] settings (``dut_exec``: the DUT host is another host)."""
     if name == "cpu-model":
         p = settings.cpu_model
         return CpuModelMeter(dut_cpus, idle_watts=p.idle_watts,
                              watts_per_busy_core=p.watts_per_busy_core,
-                             sample_interval_s=p.sample_interval_s, proc_root=proc_root)
+                             sample_interval_s=p.sample_interval_s, proc_root=proc_root,
+                             files=dut_exec.read_files if dut_exec is not None else None,
+                             host=dut_host)
     if name == "rapl":
         r = settings.rapl
-        return RaplMeter(root=r.root, domains=r.domains, sample_interval_s=r.sample_interval_s)
+        return RaplMeter(root=r.root, domains=r.domains, sample_interval_s=r.sample_interval_s,
+                         exec=dut_exec, host=dut_host)
     if name == "ipmi":
         i = settings.ipmi
+        if dut_exec is not None and i.interface != "lanplus":
+            return ElsewhereMeter("ipmi", f"[energy.ipmi] interface {i.interface!r} reads this "
+                                          f"host's BMC (the tester's), not the DUT host's: set "
+                                          f"interface = \"lanplus\" with the host, user and "
+                                          f"password_file of {dut_host}'s BMC")
         return IpmiMeter(interface=i.interface, host=i.host, user=i.user,
                          password_file=i.password_file, ipmitool=i.ipmitool,
                          sample_interval_s=i.sample_interval_s, timeout_s=i.timeout_s,
@@ -80,12 +112,18 @@ class EnergySession:
     def __init__(self, settings: EnergySettings | dict[str, Any] | None,
                  dut_cpus: Iterable[int] | str | None, gen_cpus: Iterable[int] | str | None = None,
                  *, meters: list[Meter] | None = None, proc_root: str | os.PathLike = "/proc",
-                 sys_cpu_root: str | os.PathLike = "/sys/devices/system/cpu"):
+                 sys_cpu_root: str | os.PathLike = "/sys/devices/system/cpu",
+                 dut_exec=None, dut_host: str = ""):
+        """``dut_exec``: the DUT host is another host (``dut_host``), read through it."""
         if settings is None or isinstance(settings, dict):
             settings = parse_energy_settings(settings)
         self.settings = settings
+        self.dut_exec = dut_exec
+        self.dut_host = dut_host
         self.cpu = CpuAccounting(dut_cpus, gen_cpus, proc_root=proc_root,
-                                 sys_cpu_root=sys_cpu_root)
+                                 sys_cpu_root=sys_cpu_root,
+                                 dut_files=dut_exec.read_files if dut_exec is not None else None,
+                                 dut_host=dut_host)
         self.proc_root = proc_root
         self._given = meters
         self.meters: list[Meter] = []
@@ -118,7 +156,8 @@ class EnergySession:
             explicit = explicit_list is not None
             names = explicit_list if explicit_list is not None else [
                 n for n in METER_NAMES if n != "command" or self.settings.command is not None]
-            candidates = [build_meter(n, self.settings, dut, proc_root=self.proc_root)
+            candidates = [build_meter(n, self.settings, dut, proc_root=self.proc_root,
+                                      dut_exec=self.dut_exec, dut_host=self.dut_host)
                           for n in names]
         for m in candidates:
             ok, why = m.available()
@@ -140,6 +179,7 @@ class EnergySession:
         return {"meters": [m.describe() for m in self.meters],
                 "primary_order": [m.name for m in self.meters],
                 "unavailable": dict(self.unavailable),
+                **({"dut_host": self.dut_host} if self.dut_exec is not None else {}),
                 "dut_cpus": self.cpu.dut_cpus, "gen_cpus": self.cpu.gen_cpus,
                 "baseline": self.baseline_info,
                 "baseline_subtracted": self.settings.baseline and bool(self.baseline_watts)}
@@ -275,12 +315,19 @@ class EnergySession:
             notes.append(f"no idle baseline for {primary}: energy is gross")
         if bw is not None:
             notes.append(f"idle baseline of {bw:.2f} W subtracted")
-        if primary != "cpu-model" and self.cpu.gen_cpus:
+        if primary != "cpu-model" and self.cpu.gen_cpus and self.dut_exec is None:
             notes.append(f"the meter covers the whole host, including the traffic generator "
                          f"on CPUs {_fmt_cpus(self.cpu.gen_cpus)}")
         scope = _SCOPE.get(primary, primary)
+        on = f" of the DUT host {self.dut_host}" if self.dut_exec is not None else ""
         if primary == "cpu-model":
-            scope = f"DUT CPUs {_fmt_cpus(self.cpu.dut_cpus)} only, modelled from busy time"
+            scope = f"DUT CPUs {_fmt_cpus(self.cpu.dut_cpus)}{on} only, modelled from busy time"
+        elif primary == "rapl":
+            scope = f"CPU package(s) and DRAM{on or ' of the host'}"
+        elif primary == "ipmi" and self.settings.ipmi.interface == "lanplus":
+            scope = f"whole host at its power supplies (BMC {self.settings.ipmi.host})"
+        elif primary == "command" and self.dut_exec is not None:
+            scope += " (the command ran on the tester)"
         dur = r.duration_s
         metered_s = dur
         if window_s is not None and 0 < window_s < dur:

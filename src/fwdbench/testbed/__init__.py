@@ -10,6 +10,7 @@ from .base import Testbed, check_duts
 TESTBEDS: dict[str, str] = {
     "netns": "netns:NetnsTestbed",
     "sim": "sim:SimTestbed",
+    "ssh": "ssh:SshTestbed",
 }
 
 

@@ -5,7 +5,7 @@ tester and the DUT host and probes what every scenario needs; leaving it
 removes what the run made. ``scenario(sc)`` configures the scenario's DUT
 on the DUT host and yields the shared trial routine (trialrun.py) bound to
 it, with the scenario's record for the report. One module per kind
-(netns.py, sim.py), one line in the registry (testbed/__init__.py).
+(netns.py, sim.py, ssh.py), one line in the registry (testbed/__init__.py).
 """
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ class Testbed(ABC):
         self.campaign = campaign
         #: optional DUTs that cannot run here: name -> why (their scenarios are skipped)
         self.unavailable: dict[str, str] = {}
+        #: what entering the testbed found worth a line of progress (e.g. leftovers removed)
+        self.notes: list[str] = []
 
     def __enter__(self) -> "Testbed":
         return self
@@ -39,6 +41,12 @@ class Testbed(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """Where the traffic ran (hosts, CPU placement, tuning, generator) for the report."""
+
+    @classmethod
+    def probe(cls, campaign: "Campaign") -> list[str]:
+        """For ``fwdbench plan``: reach the testbed's hosts without changing anything and
+        say what was found (a testbed on this host says nothing)."""
+        return []
 
     def hosts(self) -> dict[str, "TesterHost | DutHost | None"]:
         """The tester and the DUT host (None where the testbed has none)."""

@@ -1,0 +1,359 @@
+"""``RemoteExecutor``: the Executor interface (lab/executor.py) on a host reached over SSH.
+
+Every method is one command on the DUT host, run as a session over the
+run's ControlMaster (ssh.py): the argv is quoted for the remote shell with
+``shlex.join`` (so it arrives as the same argv), prefixed with ``sudo -n``
+when the login user is not root and with ``env LC_ALL=C`` (messages in one
+language, and a missing command exits 127 the same way with and without
+sudo). Where the local executor reads kernel state directly (sysctls, /proc,
+files, UNIX sockets, netlink), this one runs a command for it: a few fixed
+``sh -c`` scripts take their data as positional arguments, never inside the
+script text.
+
+``popen`` starts a long-running program (vfwd, VPP) under a small watchdog:
+the program's pid goes to a file in the run's directory on the DUT host, its
+environment carries ``FWDBENCH_RUN=<run tag>`` (so a later run finds and
+stops it after a crash), and it gets SIGTERM when its ssh session ends, be
+it closed by fwdbench or lost with the connection. The returned
+``RemoteProcess`` behaves as a Popen whose ``pid`` is the remote one.
+"""
+from __future__ import annotations
+
+import re
+import secrets
+import shlex
+import signal
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from ..errors import LabError
+from ..lab.executor import CommandError, Executor
+from .ssh import SSH_FAILED, SshConnection, SshConnectionLost, SshError, classify, last_lines
+
+#: exit status of `env` when the program is missing (and of a shell's "command not found")
+NOT_FOUND = 127
+
+# Fixed scripts (data arrives as "$@", never in the text).
+#: popen's watchdog: pid file, run tag, then the program's argv
+WATCHDOG = ('pidfile=$1; tag=$2; shift 2; echo $$ > "$pidfile" || exit 126; exec 3<&0; '
+            '(cat <&3 >/dev/null; kill -TERM $$ 2>/dev/null) >/dev/null 2>&1 & '
+            'exec env FWDBENCH_RUN="$tag" LC_ALL=C "$@" </dev/null 3<&-')
+#: sysctl_set: pairs of /proc/sys path and value
+SYSCTL_SET = ('while [ $# -gt 1 ]; do printf "%s\\n" "$2" > "$1" || exit 1; shift 2; done')
+#: read_files: each file as RS path US content US status(+/-)
+READ_FILES = ("for f; do printf '\\036%s\\037' \"$f\"; "
+              "if cat -- \"$f\" 2>/dev/null; then printf '\\037+'; else printf '\\037-'; fi; done")
+#: missing_tools: the names not found on PATH
+MISSING = 'for t; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done'
+#: write_file: path, mode; the data on stdin
+WRITE = 'umask 077 && cat > "$1" && chmod "$2" "$1"'
+
+_ENV_NOT_FOUND = re.compile(r"env: [‘'`]?([^’'\s:]+)[’']?: No such file or directory")
+_SUDO_PASSWORD = re.compile(r"sudo: (a password is required|a terminal is required)")
+
+
+class RemoteExecutor(Executor):
+    """Runs on the DUT host behind ``conn``; ``sudo``: prefix ``sudo -n`` (login user not root)."""
+
+    def __init__(self, conn: SshConnection, *, sudo: bool, run_tag: str = "fb-run",
+                 proc_dir: str | None = None):
+        super().__init__(None)
+        self.conn = conn
+        self.sudo = sudo
+        self.run_tag = run_tag
+        #: directory on the DUT host for popen's pid files (the run's directory)
+        self.proc_dir = proc_dir
+        self.children: list[RemoteProcess] = []     # type: ignore[assignment]
+        self.commands = 0                           # run() calls, for the report's timings
+
+    @property
+    def where(self) -> str:
+        return f"on {self.conn.name}"
+
+    def __repr__(self) -> str:
+        return f"RemoteExecutor({self.conn.name!r}, sudo={self.sudo})"
+
+    # --- commands ------------------------------------------------------------------
+    def remote_command(self, argv: Sequence[str], env: bool = True) -> str:
+        """The remote shell's command line for ``argv``: quoted with shlex.join."""
+        self._check_argv(argv)
+        pre = (["sudo", "-n", "--"] if self.sudo else []) + (["env", "LC_ALL=C"] if env else [])
+        return shlex.join(pre + list(argv))
+
+    @staticmethod
+    def _check_argv(argv: Sequence[str]) -> None:
+        if isinstance(argv, (str, bytes)) or not argv or not all(isinstance(a, str) for a in argv):
+            raise TypeError(f"argv must be a non-empty list of str, got {argv!r}")
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        return self.conn.argv(self.remote_command(argv))
+
+    def run(self, argv: Sequence[str], input: str | bytes | None = None,
+            timeout: float = 60.0, check: bool = True) -> subprocess.CompletedProcess:
+        during = f"while running `{_short(argv)}`"
+        self.conn.ensure_alive(during)
+        full = self.argv(argv)
+        text = not isinstance(input, bytes)
+        self.commands += 1
+        try:
+            cp = subprocess.run(full, input=input, capture_output=True, text=text,
+                                timeout=timeout, check=False, start_new_session=True)
+        except subprocess.TimeoutExpired:
+            raise LabError(f"`{shlex.join(argv)}` {self.where} did not finish within "
+                           f"{timeout:g} s") from None
+        err = cp.stderr if text else cp.stderr.decode(errors="replace")
+        self._raise_for(argv, cp.returncode, err, during)
+        if check and cp.returncode != 0:
+            raise CommandError(None, argv, cp.returncode, err, where=self.where)
+        return cp
+
+    def _raise_for(self, argv: Sequence[str], rc: int, err: str, during: str) -> None:
+        """The failures that are not the command's own: ssh, sudo, a missing program."""
+        if rc == SSH_FAILED:
+            e = classify(err, self.conn.target, during)
+            if e is not None:
+                raise e
+            if not self.conn.alive():
+                raise SshConnectionLost(f"ssh {self.conn.name}: the connection to the DUT host "
+                                        f"was lost {during}: {last_lines(err, 1)}")
+        if self.sudo and _SUDO_PASSWORD.search(err):
+            raise SshError(sudo_password_message(self.conn.name))
+        if rc == NOT_FOUND:
+            m = _ENV_NOT_FOUND.search(err)
+            if m:
+                raise LabError(f"`{m.group(1)}` is not installed on the DUT host "
+                               f"{self.conn.name} (needed for `{_short(argv)}`)")
+
+    def popen(self, argv: Sequence[str], **kwargs: Any) -> "RemoteProcess":
+        """Start ``argv`` on the DUT host under the watchdog (module docstring); returns
+        once its remote pid is known. stdout/stderr kwargs apply to the local end."""
+        self._check_argv(argv)
+        stdin = kwargs.pop("stdin", None)
+        if stdin == subprocess.PIPE:
+            raise LabError(f"`{_short(argv)}`: a program fed on stdin cannot run on the DUT "
+                           f"host {self.conn.name} over SSH")
+        if self.proc_dir is None:
+            raise LabError("RemoteExecutor.popen: no run directory on the DUT host yet")
+        self.conn.ensure_alive(f"starting `{_short(argv)}`")
+        pidfile = f"{self.proc_dir}/{secrets.token_hex(4)}.pid"
+        pre = ["sudo", "-n", "--"] if self.sudo else []
+        remote = shlex.join(pre + ["sh", "-c", WATCHDOG, "fwdbench", pidfile, self.run_tag,
+                                   *argv])
+        local = subprocess.Popen(self.conn.argv(remote), stdin=subprocess.PIPE,
+                                 start_new_session=True, **kwargs)
+        proc = RemoteProcess(local, self, list(argv), pidfile)
+        self.children.append(proc)
+        proc.wait_started()
+        return proc
+
+    # --- kernel state through commands ------------------------------------------------
+    def sysctl_set(self, values: Mapping[str, int | str]) -> None:
+        if not values:
+            return
+        args = [a for k, v in values.items() for a in ("/proc/sys/" + k.replace(".", "/"), str(v))]
+        cp = self.run(["sh", "-c", SYSCTL_SET, "sh", *args], check=False)
+        if cp.returncode != 0:
+            raise LabError(f"sysctl {', '.join(f'{k}={v}' for k, v in values.items())} "
+                           f"{self.where}: {last_lines(cp.stderr, 1)}")
+
+    def sysctl_get(self, keys: Sequence[str]) -> dict[str, str]:
+        paths = {"/proc/sys/" + k.replace(".", "/"): k for k in keys}
+        got = self.read_files(list(paths))
+        return {k: (None if got.get(p) is None else got[p].strip())    # type: ignore[union-attr]
+                for p, k in paths.items()}
+
+    def read_proc_net(self, name: str) -> str:
+        return self.read_file(f"/proc/net/{name}")
+
+    def socket(self, family: int, type_: int, proto: int = 0):
+        raise LabError(f"a socket on the DUT host {self.conn.name} cannot be opened from the "
+                       f"tester: use a command (RemoteExecutor)")
+
+    def iproute(self) -> Iterator[Any]:     # type: ignore[override]
+        raise LabError(f"pyroute2 cannot reach the DUT host {self.conn.name}: use `ip` "
+                       f"commands through the executor")
+
+    def write_file(self, path: str, data: str, mode: int = 0o644) -> None:
+        self.run(["sh", "-c", WRITE, "sh", path, f"{mode:o}"], input=data)
+
+    def read_file(self, path: str) -> str:
+        got = self.read_files([path])[path]
+        if got is None:
+            raise LabError(f"reading {path} {self.where}: not readable or missing")
+        return got
+
+    def read_files(self, paths: Sequence[str]) -> dict[str, str | None]:
+        if not paths:
+            return {}
+        cp = self.run(["sh", "-c", READ_FILES, "sh", *paths], check=False)
+        out: dict[str, str | None] = {p: None for p in paths}
+        for rec in cp.stdout.split("\x1e")[1:]:
+            path, _, rest = rec.partition("\x1f")
+            content, _, status = rest.rpartition("\x1f")
+            out[path] = content if status == "+" else None
+        return out
+
+    def exists(self, path: str) -> bool:
+        return self.run(["test", "-e", path], check=False).returncode == 0
+
+    def missing_tools(self, names: Sequence[str]) -> list[str]:
+        if not names:
+            return []
+        return self.run(["sh", "-c", MISSING, "sh", *names], check=False).stdout.split()
+
+    def tools_for(self, operation: str) -> list[str]:
+        return {"unix_request": ["socat"], "conntrack_flush": ["conntrack"],
+                "bulk_routes": ["ip"]}.get(operation, [])
+
+    def kernel_config(self) -> dict[str, str]:
+        cp = self.run(["zcat", "/proc/config.gz"], check=False)
+        if cp.returncode != 0:
+            return {}
+        return dict(ln.strip().split("=", 1) for ln in cp.stdout.splitlines()
+                    if ln.startswith("CONFIG_") and "=" in ln)
+
+    def kernel_release(self) -> str:
+        return self.run(["uname", "-r"]).stdout.strip()
+
+    def bulk_routes(self, specs: Any, delete: bool = False) -> int:
+        """The routes as ``ip -batch -`` lines (route add|del PREFIX nhid N proto P),
+        one command for all of them: what raw netlink does locally."""
+        from ..lab.netlink import RTPROT_FWDBENCH
+        import socket as _s
+        verb = "del" if delete else "add"
+        lines = []
+        for spec in specs:
+            tail = (f"nhid {spec.nhid}" if spec.nhid is not None
+                    else f"via {spec.gateway} dev {spec.oif}")
+            for net, plen in spec.prefixes:
+                lines.append(f"route {verb} {_s.inet_ntop(spec.family, net)}/{plen} {tail} "
+                             f"proto {RTPROT_FWDBENCH}")
+        if lines:
+            timeout = 60.0 + len(lines) / 20000.0
+            self.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", timeout=timeout)
+        return len(lines)
+
+    def conntrack_flush(self) -> None:
+        self.run(["conntrack", "-F"])
+
+    def unix_request(self, path: str, request: bytes, timeout: float = 5.0) -> bytes:
+        """``request`` to the UNIX socket ``path`` of the DUT host, through socat there."""
+        if re.search(r"[,:!\s]", path):
+            raise LabError(f"UNIX socket path {path!r}: socat cannot address it (',', ':', "
+                           f"'!' or blanks)")
+        cp = self.run(["socat", "-t", f"{timeout:g}", "-T", f"{timeout:g}", "-",
+                       f"UNIX-CONNECT:{path}"], input=request, timeout=timeout + 10, check=False)
+        if cp.returncode != 0:
+            raise OSError(f"{path} {self.where}: "
+                          f"{last_lines(cp.stderr.decode(errors='replace'), 1)}")
+        return cp.stdout
+
+    def pids(self) -> list[int]:
+        raise LabError("pids(): the DUT host over SSH has no lab namespace; processes are "
+                       "found by their FWDBENCH_RUN tag")
+
+    # --- the run's processes ------------------------------------------------------------
+    def stop_children(self) -> None:
+        """Stop every program popen() started that still runs (SIGTERM, then SIGKILL)."""
+        for p in list(self.children):
+            p.stop()
+        self.children.clear()
+
+
+def sudo_password_message(name: str) -> str:
+    return (f"sudo on the DUT host {name} asks for a password: fwdbench runs `sudo -n` and "
+            f"cannot answer one. Allow the login user's commands without a password (a "
+            f"sudoers line `USER ALL=(root) NOPASSWD: ALL`, docs/testbeds.md), or log in as root")
+
+
+def _short(argv: Sequence[str]) -> str:
+    s = shlex.join(list(argv)[:6]) + (" ..." if len(argv) > 6 else "")
+    return s if len(s) <= 160 else s[:157] + "..."
+
+
+class RemoteProcess:
+    """A program popen() started on the DUT host, as a Popen: ``pid`` is its pid
+    there; ``stdout``/``stderr`` (when PIPE) read its output through ssh; signals
+    are sent with ``kill`` over the connection; ``returncode`` is its exit status
+    as ssh reports it (255 when a signal ended it)."""
+
+    def __init__(self, local: subprocess.Popen, ex: RemoteExecutor, argv: list[str],
+                 pidfile: str):
+        self.local = local
+        self.ex = ex
+        self.args = argv
+        self.pidfile = pidfile
+        self.pid: int | None = None
+        self.stdin = None
+        self.stdout = local.stdout
+        self.stderr = local.stderr
+
+    @property
+    def returncode(self) -> int | None:
+        return self.local.returncode
+
+    def wait_started(self, timeout: float = 15.0) -> None:
+        """Wait until the watchdog wrote the remote pid (or the session ended)."""
+        deadline = time.monotonic() + timeout
+        while self.local.poll() is None:
+            text = self.ex.read_files([self.pidfile])[self.pidfile]
+            if text and text.strip().isdigit():
+                self.pid = int(text.strip())
+                return
+            if time.monotonic() > deadline:
+                self.stop()
+                raise LabError(f"`{_short(self.args)}` on {self.ex.conn.name}: no pid "
+                               f"within {timeout:g} s")
+            time.sleep(0.05)
+        # ended at once: stderr (when piped) says why; the driver reads it
+
+    def poll(self) -> int | None:
+        return self.local.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.local.wait(timeout)
+
+    def send_signal(self, sig: int) -> None:
+        if self.local.poll() is not None or self.pid is None:
+            return
+        name = signal.Signals(sig).name.removeprefix("SIG")
+        try:
+            self.ex.run(["kill", "-s", name, str(self.pid)], check=False, timeout=15)
+        except SshError:
+            # the connection is gone: ending the session makes the watchdog stop it
+            # once sshd notices; a later run stops it by its FWDBENCH_RUN tag
+            self._end_session()
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+        self._end_session()
+
+    def _end_session(self) -> None:
+        if self.local.stdin is not None and not self.local.stdin.closed:
+            try:
+                self.local.stdin.close()
+            except OSError:
+                pass
+        try:
+            self.local.wait(5)
+        except subprocess.TimeoutExpired:
+            self.local.kill()
+            self.local.wait(5)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, SIGKILL after ``timeout``; then the session ends."""
+        if self.local.poll() is None:
+            self.terminate()
+            try:
+                self.local.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._end_session()
+
+    def __repr__(self) -> str:
+        return f"RemoteProcess(pid={self.pid}, {_short(self.args)!r} on {self.ex.conn.name})"
