@@ -12,7 +12,9 @@
 - data ports: veth pairs ``rt0``/``rt1`` (tester) <-> ``rd0``/``rd1`` (DUT).
 - a throwaway host key and user keys made with ssh-keygen, an ssh config
   (``Host dut-rig`` as root, ``dut-rig-sudo`` as fbrig, ``dut-rig-pw`` as
-  fbrigpw) and a known_hosts file, all in the rig's temporary directory.
+  fbrigpw, ``dut-rig-stranger`` as root with a key sshd does not know) and
+  known_hosts files (right, empty, with another key), all in the rig's
+  temporary directory.
 
 ``down()`` kills every process in the DUT namespace (sshd and what it
 started), deletes both namespaces and the directory with the keys. Only
@@ -62,13 +64,14 @@ class SshRig:
         self.id = secrets.token_hex(3)
         self.tg_ns = f"fbrig-{self.id}-tg"
         self.dut_ns = f"fbrig-{self.id}-dut"
-        self.dir = Path(tempfile.mkdtemp(prefix=f"fbrig-{self.id}-"))
+        self.dir = Path(tempfile.gettempdir()) / f"fbrig-{self.id}"     # made by up()
         self.sshd: subprocess.Popen | None = None
         self.made_run_sshd = False
         self.ports = [("rt0", "rd0"), ("rt1", "rd1")]
 
     # --- building -------------------------------------------------------------------------
     def up(self) -> "SshRig":
+        self.dir.mkdir(mode=0o700)
         try:
             self._namespaces()
             self._keys_and_users()
@@ -95,6 +98,7 @@ class SshRig:
             # peer with NAPI, which GRO turns on: what a NIC's receive ring is
             run(["ip", "netns", "exec", self.tg_ns, "ethtool", "-K", tg, "gro", "on"])
             run(["ip", "netns", "exec", self.dut_ns, "ethtool", "-K", dut, "gro", "on"])
+            run(["ip", "-n", self.dut_ns, "link", "set", dut, "up"])   # as a host's NICs are
 
     def _keys_and_users(self) -> None:
         d = self.dir
@@ -146,10 +150,11 @@ class SshRig:
         (d / "known_hosts.changed").write_text(f"{MGMT_DUT} {' '.join(other)}\n")
         (d / "known_hosts.empty").write_text("")
         cfg = []
-        for alias, user in (("dut-rig", "root"), ("dut-rig-sudo", "fbrig"),
-                            ("dut-rig-pw", "fbrigpw")):
+        for alias, user, key in (("dut-rig", "root", "user"), ("dut-rig-sudo", "fbrig", "user"),
+                                 ("dut-rig-pw", "fbrigpw", "user"),
+                                 ("dut-rig-stranger", "root", "stranger")):
             cfg += [f"Host {alias}", f"  HostName {MGMT_DUT}", f"  User {user}",
-                    f"  IdentityFile {keys / 'user'}", "  IdentitiesOnly yes",
+                    f"  IdentityFile {keys / key}", "  IdentitiesOnly yes",
                     f"  UserKnownHostsFile {d / 'known_hosts'}", "  LogLevel ERROR", ""]
         (d / "ssh_config").write_text("\n".join(cfg))
         self.workdir = d / "dutwork"
@@ -239,10 +244,18 @@ class SshRig:
     def dut_state(self) -> dict[str, str]:
         """What a data plane could leave on the DUT host, as text to compare."""
         ports = " ".join(d for _, d in self.ports)
+        import json
+        links = {}
+        for ln in json.loads(self.dut(["ip", "-j", "-d", "addr", "show"]).stdout):
+            # carrier (LOWER_UP, NO-CARRIER) follows the tester's port with a delay: left out
+            links[ln["ifname"]] = {
+                "admin_up": "UP" in ln["flags"], "mtu": ln["mtu"], "master": ln.get("master"),
+                "xdp": ln.get("xdp"), "kind": (ln.get("linkinfo") or {}).get("info_kind"),
+                "addresses": sorted(f"{a['local']}/{a['prefixlen']}" for a in ln["addr_info"]
+                                    if a.get("scope") != "link")}
         return {
-            "links": self.dut(["ip", "-d", "-br", "link"]).stdout,
-            "xdp": "".join(self.dut(["ip", "link", "show", "dev", d]).stdout
-                           for _, d in self.ports),
+            "links": json.dumps(links, sort_keys=True),
+            "neighbours": self.dut(["ip", "neigh", "show", "nud", "permanent"]).stdout,
             "routes4": self.dut(["ip", "-4", "route", "show", "proto", "251"]).stdout,
             "routes6": self.dut(["ip", "-6", "route", "show", "proto", "251"]).stdout,
             "nexthops": self.dut(["ip", "nexthop", "show"], check=False).stdout,

@@ -154,7 +154,7 @@ def test_testbed_kind_picks_its_model_and_module():
     raw.pop("matrix", None)
     lab = build_campaign(raw, "c.toml")
     assert isinstance(lab.file.testbed, NetnsTestbed) and lab.file.testbed.type == "netns"
-    assert testbed_class("netns") is NetnsKind and set(TESTBEDS) == {"netns", "sim"}
+    assert testbed_class("netns") is NetnsKind and set(TESTBEDS) == {"netns", "sim", "ssh"}
 
 
 def test_generator_table_names_type_and_settings():

@@ -62,7 +62,7 @@ CASES = [
     ("range", lambda: sim_campaign(testbed={"type": "netns", "napi_rt_priority": 120}),
      "testbed.napi_rt_priority", ["120 is too large", "allowed: 0..99"]),
     ("enum", lambda: sim_campaign(testbed={"type": "vm"}), "testbed.type",
-     ["'vm' is not allowed (allowed values: 'netns', 'sim')"]),
+     ["'vm' is not allowed (allowed values: 'netns', 'sim', 'ssh')"]),
     ("enum", lambda: sim_campaign(trial={"backend": "afxpd"}), "trial.backend",
      ["'afxpd' is not allowed; did you mean 'afxdp'?", "'auto', 'xdp', 'afpacket', 'afxdp'"]),
     ("union", lambda: sim_campaign(profile=[{"name": "p", "frame_size": "big"}]),

@@ -239,14 +239,15 @@ class SshTestbed(TestbedBase):
             raise ValueError(f"{v!r} must list distinct CPU numbers >= 0")
         return v
 
-    @model_validator(mode="after")
-    def _distinct_ports(self) -> "SshTestbed":
+    @field_validator("ports")
+    @classmethod
+    def _distinct_ports(cls, v: list[SshPort]) -> list[SshPort]:
         for side in ("dut", "tg"):
-            names = [getattr(p, side) for p in self.ports]
+            names = [getattr(p, side) for p in v]
             if len(set(names)) != len(names):
-                raise ValueError(f"ports: both links name {side} port {names[0]!r}; each "
-                                 f"link has its own ports")
-        return self
+                raise ValueError(f"both links name {side} port {names[0]!r}; each link has "
+                                 f"its own ports")
+        return v
 
 
 #: ``[testbed]``, one model per kind, chosen by ``type`` (netns when omitted)

@@ -144,7 +144,11 @@ class RaplMeter(Meter):
                 raise MeterError(f"{p} on {self.host} is not readable (energy_uj is root-only "
                                  f"since CVE-2020-8694: does fwdbench run commands there as "
                                  f"root or with sudo?)")
-            out[p] = int(text.strip())
+            try:
+                out[p] = int(text.strip())
+            except ValueError:
+                raise MeterError(f"{p} on {self.host}: {text.strip()[:40]!r} is not a "
+                                 f"counter") from None
         return out
 
     def _probe_remote(self) -> list[RaplDomain]:

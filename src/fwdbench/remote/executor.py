@@ -263,8 +263,8 @@ class RemoteExecutor(Executor):
 
 
 def sudo_password_message(name: str) -> str:
-    return (f"sudo on the DUT host {name} asks for a password: fwdbench runs `sudo -n` and "
-            f"cannot answer one. Allow the login user's commands without a password (a "
+    return (f"ssh {name}: sudo on the DUT host asks for a password: fwdbench runs `sudo -n` "
+            f"and cannot answer one. Allow the login user's commands without a password (a "
             f"sudoers line `USER ALL=(root) NOPASSWD: ALL`, docs/testbeds.md), or log in as root")
 
 

@@ -1,10 +1,11 @@
 """fwdbench's native programs on the DUT host: copied there, versioned, checked.
 
-The programs a campaign's DUTs run on the DUT host (``fb-xdp`` with the BPF
-object ``xdp_fwd.bpf.o`` beside it, ``vfwd``) are built on the tester
-(`make -C native`) and copied over the run's SSH connection into
-``<workdir>/tools/<version>/``, where ``version`` is the first 16 hex digits of
-a SHA-256 over the files' names and SHA-256s. A directory already there is
+The programs DUTs run on the DUT host (``fb-xdp`` with the BPF object
+``xdp_fwd.bpf.o`` beside it, ``vfwd``) are built on the tester (`make -C
+native`) and copied over the run's SSH connection, all of them whatever the
+campaign's DUTs (about 1 MB), into ``<workdir>/tools/<version>/``, where
+``version`` is the first 16 hex digits of a SHA-256 over the files' names
+and SHA-256s: one directory per build of fwdbench. A directory already there is
 reused after ``sha256sum -c`` confirms it; a new one is uploaded under a
 temporary name, checked the same way and renamed into place, so a half
 copied directory is never used. The binaries are dynamically linked: the DUT
@@ -66,11 +67,16 @@ class Deployment:
                    if self.missing_locally else {})}
 
 
+#: every program copied
+ALL_TOOLS = tuple(sorted({n for names in TOOLS_FOR_DUT.values() for n in names}))
+
+
 def needed(dut_types: set[str]) -> list[str]:
+    """The programs DUTs of these types run on the DUT host."""
     return sorted({n for t in dut_types for n in TOOLS_FOR_DUT.get(t, ())})
 
 
-def deploy(ex, workdir: str, names: list[str]) -> Deployment:
+def deploy(ex, workdir: str, names: tuple[str, ...] | list[str] = ALL_TOOLS) -> Deployment:
     """Copy ``names`` to ``<workdir>/tools/<version>/`` on ``ex``'s host (or reuse
     the checked copy there); a program not built here is left out (its driver's
     check() then names it)."""

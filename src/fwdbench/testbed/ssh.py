@@ -14,8 +14,8 @@ Entering the testbed, before the first trial:
    host; the DUT ports get the lab's addressing plan (addresses, static
    neighbours of the tester ports, rp_filter off), the values they had are
    saved in the state file;
-6. fwdbench's programs the campaign's DUTs need are copied there, versioned
-   by their SHA-256, or an earlier copy is checked and reused (remote/tools.py);
+6. fwdbench's programs for DUTs are copied there, versioned by their
+   SHA-256, or an earlier copy is checked and reused (remote/tools.py);
 7. every DUT driver's check() runs on the DUT host, the generator's on this one;
 8. the energy meters are picked: the DUT host's CPU accounting, cpu-model
    and RAPL are read over SSH (meters/session.py).
@@ -146,8 +146,7 @@ class SshTestbed(Testbed):
             ports = self._ports()
             self.timings["connect_s"] = self.conn.timings.get("connect_s", 0.0)
             t = time.monotonic()
-            dut_types = {sc.dut.type for sc in self.campaign.scenarios}
-            self.deployment = tools.deploy(self.ex, self.workdir, tools.needed(dut_types))
+            self.deployment = tools.deploy(self.ex, self.workdir)
             self.timings["tools_s"] = round(time.monotonic() - t, 3)
             self.host = SshDutHost(self.ex, ports, tuple(self.tb.dut_cpus), self.tb.ipv6,
                                    self.tag, self.run_dir, self.deployment.paths,

@@ -1,0 +1,422 @@
+"""The ssh testbed against a real OpenSSH server: a two-host rig on one machine
+(tests/sshrig.py: a "DUT host" namespace running sshd, a "tester" namespace
+where fwdbench runs, veth pairs as the data links). Real frames through every
+driver, the failures an operator meets provoked for real, a dropped
+connection resumed, Ctrl-C, and one campaign file on both testbeds."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import assert_all_forwarded
+from sshrig import SshRig, available, trials
+
+pytestmark = pytest.mark.root
+
+HOSTILE = ["; rm -rf /tmp/x", "$(id)", "`id`", "a b", "'", '"', "\\", "*", "-x", "", "&&",
+           "|", "$HOME", "~", "#c", "!x", "%s", "a\tb"]
+
+
+@pytest.fixture(scope="module")
+def rig():
+    why = available()
+    if why:
+        pytest.skip(why)
+    r = SshRig().up()
+    try:
+        yield r
+    finally:
+        r.down()
+        assert not os.path.exists(r.dir)
+
+
+def campaign(rig: SshRig, body: str, name: str, testbed: str | None = None) -> Path:
+    text = f'[campaign]\nname = "{name}"\n\n{testbed or rig.testbed_toml()}\n{body}'
+    path = rig.dir / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+TRIAL = '''
+[trial]
+duration = "1s"
+warmup = "0.2s"
+warmup_trial = false
+
+[[profile]]
+name = "p"
+
+[search]
+type = "sweep"
+loads = ["10kpps"]
+'''
+
+EVERY_DUT = '''
+[[dut]]
+name = "lr"
+type = "linux"
+params = { mode = "router" }
+
+[[dut]]
+name = "lnat"
+type = "linux"
+params = { mode = "nat", nat = "masquerade" }
+
+[[dut]]
+name = "lbr"
+type = "linux"
+params = { mode = "bridge", learning = false }
+
+[[dut]]
+name = "lxc"
+type = "linux"
+params = { mode = "xconnect" }
+
+[[dut]]
+name = "xr"
+type = "xdp"
+params = { mode = "router" }
+
+[[dut]]
+name = "xx"
+type = "xdp"
+params = { mode = "xconnect" }
+
+[[dut]]
+name = "vr"
+type = "vfwd"
+params = { mode = "router" }
+'''
+
+
+def host_record(db: Path) -> dict:
+    con = sqlite3.connect(db)
+    try:
+        return json.loads(con.execute("SELECT host_json FROM campaign").fetchone()[0])
+    finally:
+        con.close()
+
+
+def results(db: Path):
+    from fwdbench.store import open_store
+    st = open_store(db)
+    try:
+        return [t for s in st.scenarios() for t in st.done_trials(s["id"], 0)], st.scenarios()
+    finally:
+        st.close()
+
+
+# --- the executor over a real connection ----------------------------------------------------
+
+def test_executor_runs_argv_files_and_programs_on_the_dut_host(rig):
+    from fwdbench.errors import LabError
+    from fwdbench.lab.netlink import in_netns
+    from fwdbench.remote import RemoteExecutor, SshConnection, SshTarget
+
+    with in_netns(rig.tg_ns):       # ssh connects from the tester's namespace
+        conn = SshConnection(SshTarget("dut-rig", config=str(rig.dir / "ssh_config"))).open()
+    try:
+        ex = RemoteExecutor(conn, sudo=False, run_tag="fb-unit1", proc_dir=str(rig.dir))
+        # argv arrives as argv: nothing is interpreted by the remote shell
+        out = ex.run(["printf", "%s\\n", *HOSTILE]).stdout
+        assert out.split("\n")[:-1] == HOSTILE
+        assert not os.path.exists("/tmp/x")
+        # files, sysctls, tools
+        ex.write_file(str(rig.dir / "f.txt"), "a\nb\n", 0o600)
+        assert ex.read_file(str(rig.dir / "f.txt")) == "a\nb\n"
+        assert oct(os.stat(rig.dir / "f.txt").st_mode & 0o777) == "0o600"
+        got = ex.read_files(["/proc/sys/net/ipv4/ip_forward", "/nonexistent"])
+        assert got == {"/proc/sys/net/ipv4/ip_forward": "0\n", "/nonexistent": None}
+        assert ex.sysctl_get(["net.ipv4.ip_forward", "net.no.such"]) == {
+            "net.ipv4.ip_forward": "0", "net.no.such": None}
+        assert ex.exists("/proc/stat") and not ex.exists("/nonexistent")
+        assert ex.missing_tools(["ip", "nosuchtool-fb"]) == ["nosuchtool-fb"]
+        # it is the DUT host's namespace, not the tester's
+        assert "rd0" in ex.run(["ip", "-br", "link"]).stdout
+        # a command missing on the DUT host: one line naming it and the host
+        with pytest.raises(LabError) as e:
+            ex.run(["nosuchtool-fb", "--x"], check=False)
+        assert str(e.value) == ("`nosuchtool-fb` is not installed on the DUT host dut-rig "
+                                "(needed for `nosuchtool-fb --x`)")
+        # a failing command: its argv, the host, its stderr
+        with pytest.raises(LabError) as e:
+            ex.run(["ip", "link", "show", "dev", "nosuchdev"])
+        assert "on dut-rig exited with 1" in str(e.value) and "nosuchdev" in str(e.value)
+        # a program: its remote pid, tagged, stopped by a signal over the connection
+        p = ex.popen(["sleep", "300"])
+        environ = Path(f"/proc/{p.pid}/environ").read_bytes().split(b"\0")
+        assert b"FWDBENCH_RUN=fb-unit1" in environ
+        assert Path(f"/proc/{p.pid}/comm").read_text().strip() == "sleep"
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(10) is not None and not os.path.exists(f"/proc/{p.pid}")
+        # a UNIX socket of the DUT host, through socat there
+        sock = str(rig.dir / "echo.sock")
+        echo = ex.popen(["socat", f"UNIX-LISTEN:{sock},fork", "EXEC:cat"])
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ex.unix_request(sock, b"stats\n") == b"stats\n"
+        # a program whose session ends with the connection is stopped by its watchdog
+        orphan = ex.popen(["sleep", "301"])
+    finally:
+        conn.close()
+    for pid in (orphan.pid, echo.pid):
+        deadline = time.monotonic() + 15
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not os.path.exists(f"/proc/{pid}"), Path(f"/proc/{pid}/cmdline").read_text()
+    assert not conn.alive() and not os.path.exists(conn.private_dir)
+
+
+# --- the failures, each one line from `fwdbench plan` -------------------------------------------
+
+@pytest.mark.parametrize("host,extra,needle", [
+    ("dut-rig", {"port": "2222"}, "the DUT host is unreachable: connect to host 198.19.255.2 "
+                                  "port 2222: Connection refused"),
+    ("dut-rig-stranger", {}, "the DUT host refused the key (it accepts: publickey)"),
+    ("dut-rig", {"ssh_options": '["UserKnownHostsFile={d}/known_hosts.empty"]'},
+     "the DUT host's key is not in known_hosts"),
+    ("dut-rig", {"ssh_options": '["UserKnownHostsFile={d}/known_hosts.changed"]'},
+     "the DUT host's key CHANGED since it was recorded"),
+    ("dut-rig-pw", {}, "ssh dut-rig-pw: sudo on the DUT host asks for a password"),
+])
+def test_each_failure_is_one_clear_line(rig, host, extra, needle):
+    extra = {k: v.replace("{d}", str(rig.dir)) for k, v in extra.items()}
+    path = campaign(rig, TRIAL + EVERY_DUT, "fail", rig.testbed_toml(host, **extra))
+    cp = rig.fwdbench_run(["plan", str(path)], timeout=120)
+    err = " ".join(cp.stderr.split())       # the console wraps long lines
+    assert cp.returncode == 3, cp.stderr
+    assert err.startswith("error: ssh ") and err.count("error:") == 1, cp.stderr
+    assert needle in err, cp.stderr
+    assert "Traceback" not in cp.stderr and cp.stdout == ""
+
+
+def test_plan_says_what_it_found_and_changes_nothing(rig):
+    before = rig.dut_state()
+    path = campaign(rig, TRIAL + EVERY_DUT, "plan", rig.testbed_toml("dut-rig-sudo"))
+    cp = rig.fwdbench_run(["plan", str(path)], timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    out = " ".join(cp.stdout.split())
+    assert "testbed: ssh dut-rig-sudo: connected" in out
+    assert "login user fbrig (uid 64123): commands run with sudo -n, which needs no password" in out
+    assert re.search(r"link 0: DUT rd0 \([0-9a-f:]{17}, veth, NUMA -, down\) <-> tester rt0 "
+                     r"\([0-9a-f:]{17}\)", out), out
+    assert rig.dut_state() == before and rig.run_dirs() == []
+    off = rig.fwdbench_run(["plan", "--offline", str(path)], timeout=120)
+    assert off.returncode == 0 and "testbed:" not in off.stdout
+
+
+# --- every driver, real frames -------------------------------------------------------------------
+
+def test_every_driver_forwards_over_ssh_and_leaves_the_host_as_it_was(rig):
+    before = rig.dut_state()
+    rapl = rig.dir / "powercap"         # a powercap tree on the DUT host (this VM has no RAPL)
+    for zone, name in (("intel-rapl:0", "package-0"), ("intel-rapl:0:0", "dram")):
+        (rapl / zone).mkdir(parents=True)
+        (rapl / zone / "name").write_text(name + "\n")
+        (rapl / zone / "energy_uj").write_text("1000\n")
+        (rapl / zone / "max_energy_range_uj").write_text("262143328850\n")
+    stop = threading.Event()
+
+    def tick():             # the counter a CPU package would advance (~10 W)
+        uj = 1000
+        while not stop.wait(0.1):
+            uj += 1_000_000
+            tmp = rapl / "intel-rapl:0" / "energy_uj.new"
+            tmp.write_text(f"{uj}\n")
+            os.replace(tmp, rapl / "intel-rapl:0" / "energy_uj")     # never half written
+    th = threading.Thread(target=tick, daemon=True)
+    th.start()
+    energy = f'\n[energy]\nmeters = ["rapl", "cpu-model"]\n[energy.rapl]\nroot = "{rapl}"\n'
+    path = campaign(rig, TRIAL + EVERY_DUT + energy, "every")
+    db = rig.dir / "every.sqlite"
+    try:
+        cp = rig.fwdbench_run(["run", str(path), "--out", str(db), "--no-report"])
+    finally:
+        stop.set()
+        th.join()
+    assert cp.returncode == 0, cp.stderr
+    done, scen = results(db)
+    assert len(done) == 7 == len(scen)
+    for t in done:
+        r = t.result
+        assert_all_forwarded(r, 10000, t.result.backend)
+        cpu = r.meters["cpu"]
+        assert cpu["dut_host"] == "dut-rig" and set(cpu["per_cpu"]) == {"1", "tester:0"}
+        assert r.meters["energy"]["source"] == "rapl" and r.meters["energy"]["joules"] > 0
+        assert "of the DUT host dut-rig" in r.meters["energy"]["scope"]
+    by_name = {s["dut_name"]: s for s in scen}
+    vfwd_trial = [t for t in done if t.scenario_id == by_name["vr"]["id"]][0]
+    procs = vfwd_trial.result.meters["cpu"]["processes"]
+    assert [p["comm"] for p in procs.values()] == ["vfwd"]
+    assert [p["interval"] for p in procs.values()] == ["trial"]
+    # the DUT's counters came from the DUT host: its ports, its XDP program, vfwd's nodes
+    xr = [t for t in done if t.scenario_id == by_name["xr"]["id"]][0].result.dut_counters
+    assert xr["xdp.rx_packets"] >= 10000 and xr["rd0.rx_packets"] >= 10000
+    vr = vfwd_trial.result.dut_counters
+    assert vr["vfwd_port_input_packets"] >= 10000
+    # the report's environment: the DUT host's facts and the programs copied there
+    tb = host_record(db)["testbed"]
+    assert tb["testbed"] == "ssh" and tb["dut_host"]["ssh"] == "dut-rig"
+    assert tb["dut_host"]["user"] == "root" and tb["dut_host"]["sudo"] is False
+    assert tb["dut_host"]["ports"]["rd0"]["driver"] == "veth"
+    assert tb["dut_host"]["kernel"] == os.uname().release and tb["dut_host"]["cmdline"]
+    assert tb["tools"]["uploaded"] is True and set(tb["tools"]["files"]) == {
+        "fb-xdp", "xdp_fwd.bpf.o", "vfwd"}
+    tools = rig.workdir / "tools" / tb["tools"]["version"]
+    assert sorted(os.listdir(tools)) == ["SHA256SUMS", "fb-xdp", "vfwd", "xdp_fwd.bpf.o"]
+    describe = by_name["vr"]["describe"]
+    assert describe["dut_host"] == "dut-rig" and describe["binary"] == str(tools / "vfwd")
+    # nothing of the run is left on the DUT host
+    assert rig.dut_state() == before
+    assert rig.run_dirs() == []
+
+
+def test_a_sudo_user_runs_the_kernel_and_a_user_space_dut(rig):
+    body = TRIAL + EVERY_DUT.split("[[dut]]\nname = \"lnat\"")[0] + '''
+[[dut]]
+name = "vr"
+type = "vfwd"
+params = { mode = "router" }
+'''
+    path = campaign(rig, body, "sudo", rig.testbed_toml("dut-rig-sudo"))
+    db = rig.dir / "sudo.sqlite"
+    before = rig.dut_state()
+    cp = rig.fwdbench_run(["run", str(path), "--out", str(db), "--no-report"])
+    assert cp.returncode == 0, cp.stderr
+    done, _ = results(db)
+    assert len(done) == 2
+    for t in done:
+        assert_all_forwarded(t.result, 10000)
+    tb = host_record(db)["testbed"]
+    assert tb["dut_host"]["user"] == "fbrig" and tb["dut_host"]["sudo"] is True
+    # the programs copied by the first test were checked and reused
+    assert tb["tools"]["uploaded"] is False
+    assert rig.dut_state() == before and rig.run_dirs() == []
+
+
+# --- a lost connection, resumed ------------------------------------------------------------------
+
+def test_a_dropped_connection_fails_the_trial_and_resume_cleans_and_goes_on(rig):
+    body = '''
+[trial]
+duration = "1s"
+warmup = "0.2s"
+warmup_trial = false
+
+[[profile]]
+name = "p"
+
+[search]
+type = "sweep"
+loads = ["10kpps", "11kpps", "12kpps", "13kpps", "14kpps", "15kpps"]
+
+[[dut]]
+name = "lnat"
+type = "linux"
+params = { mode = "nat" }
+
+[[dut]]
+name = "vr"
+type = "vfwd"
+params = { mode = "router" }
+'''
+    path = campaign(rig, body, "drop")
+    db = rig.dir / "drop.sqlite"
+    before = rig.dut_state()
+    p = rig.fwdbench(["run", str(path), "--out", str(db), "--no-report"])
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if db.exists() and any(t["status"] == "done" for t in _trials(db)):
+                break
+            assert p.poll() is None, p.communicate()
+            time.sleep(0.05)
+        rig.stop_sshd()                 # the DUT host's sshd and every session: gone
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 3, err
+    assert "the connection to the DUT host was lost" in " ".join(err.split()), err
+    rows = _trials(db)
+    failed = [t for t in rows if t["status"] == "failed"]
+    assert len(failed) == 1 and "SshConnectionLost" in failed[0]["error"], rows
+    assert "the connection to the DUT host was lost" in failed[0]["error"]
+    kept = [t for t in rows if t["status"] == "done"]
+    assert kept and all(t["id"] < failed[0]["id"] for t in kept)
+    # the NAT DUT's configuration is still on the DUT host: nobody could remove it
+    left = rig.dut_state()
+    assert "inet fwdbench" in left["nft"] and left["forwarding"] == "1\n1\n"
+    assert len(rig.run_dirs()) == 1
+    rig.start_sshd()
+    cp = rig.fwdbench_run(["run", "--resume", str(db), "--no-report"])
+    assert cp.returncode == 0, cp.stderr
+    notes = " ".join(cp.stderr.split())
+    assert re.search(r"removed what run fb-[0-9a-f]{6} left on the DUT host dut-rig: .*"
+                     r"nftables table inet fwdbench", notes), cp.stderr
+    done, scen = results(db)
+    assert len(done) == 12      # 6 loads x 2 DUTs: the kept ones replayed, the rest run
+    for t in done:
+        assert t.result.rx_packets + t.result.lost == t.result.tx_packets
+    assert rig.dut_state() == before and rig.run_dirs() == []
+
+
+def _trials(db: Path) -> list[dict]:
+    try:
+        return [dict(t) for t in trials(db)]
+    except sqlite3.OperationalError:      # not created yet
+        return []
+
+
+# --- Ctrl-C ----------------------------------------------------------------------------------
+
+def test_ctrl_c_tears_the_dut_down_on_the_dut_host(rig):
+    body = '''
+[trial]
+duration = "3s"
+warmup = "0.2s"
+warmup_trial = false
+
+[[profile]]
+name = "p"
+
+[search]
+type = "sweep"
+loads = ["10kpps", "20kpps", "30kpps"]
+
+[[dut]]
+name = "vr"
+type = "vfwd"
+params = { mode = "router" }
+'''
+    path = campaign(rig, body, "ctrlc")
+    db = rig.dir / "ctrlc.sqlite"
+    before = rig.dut_state()
+    p = rig.fwdbench(["run", str(path), "--out", str(db), "--no-report"])
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if "vfwd" in rig.dut_programs() and db.exists() and any(
+                    t["status"] == "running" for t in _trials(db)):
+                break
+            assert p.poll() is None, p.communicate()
+            time.sleep(0.05)
+        os.killpg(p.pid, signal.SIGINT)      # what a terminal's Ctrl-C does
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 130, err
+    assert "continue with 'fwdbench run --resume" in err
+    assert rig.dut_state() == before and rig.run_dirs() == []
+    from fwdbench.lab.cleanup import ns_pids
+    assert ns_pids(rig.tg_ns) == []         # no ssh master, no fwdgen left on the tester

@@ -1,0 +1,124 @@
+"""The ssh testbed without a DUT host: campaign validation, argv quoting, what ssh's
+messages mean. (tests/test_ssh_testbed.py runs it against a real sshd.)"""
+import shlex
+
+import pytest
+
+from fwdbench.campaign import build_campaign
+from fwdbench.errors import CampaignError
+from fwdbench.remote.executor import RemoteExecutor
+from fwdbench.remote.ssh import SshConnection, SshConnectionLost, SshError, SshTarget, classify
+
+#: argv a remote shell would mangle if it were not quoted
+HOSTILE = ["printf", "%s\\n", "; rm -rf /tmp/x", "$(id)", "`id`", "a b", "'", '"', "\\",
+           "*", "-x", "", "&&", "|", "a\nb", "$HOME", "~", "#c", "!x", "%s"]
+
+
+def camp(**tb):
+    testbed = {"type": "ssh", "host": "bench@dut1", "dut_cpus": [2, 3],
+               "ports": [{"dut": "enp1s0f0", "tg": "ens1f0"},
+                         {"dut": "0000:01:00.1", "tg": "ens1f1"}]}
+    testbed.update(tb)
+    return {"campaign": {"name": "t"}, "testbed": testbed,
+            "dut": [{"name": "r", "type": "linux", "params": {"mode": "router"}}],
+            "profile": [{"name": "p"}]}
+
+
+def err(raw) -> str:
+    with pytest.raises(CampaignError) as e:
+        build_campaign(raw, "c.toml")
+    return str(e.value)
+
+
+def test_ssh_testbed_validates_with_defaults():
+    c = build_campaign(camp(), "c.toml")
+    tb = c.file.testbed
+    assert tb.type == "ssh" and tb.sudo == "auto" and tb.host_key_check == "strict"
+    assert tb.gen_cpus == [0] and tb.workdir == "/var/lib/fwdbench"
+    assert [p.dut for p in tb.ports] == ["enp1s0f0", "0000:01:00.1"]
+
+
+@pytest.mark.parametrize("tb,needles", [
+    ({"host": "-oProxyCommand=sh"}, ["testbed.host", "leading '-'"]),
+    ({"host": "a b"}, ["testbed.host", "no blanks"]),
+    ({"ssh_options": ["ControlPath=/tmp/x"]}, ["testbed.ssh_options", "sets ControlPath itself"]),
+    ({"ssh_options": ["ProxyJump"]}, ["testbed.ssh_options", "Key=Value"]),
+    ({"workdir": "relative/dir"}, ["testbed.workdir", "absolute"]),
+    ({"workdir": "/"}, ["testbed.workdir"]),
+    ({"dut_cpus": []}, ["testbed.dut_cpus"]),
+    ({"dut_cpus": [1, 1]}, ["testbed.dut_cpus", "distinct"]),
+    ({"sudo": "maybe"}, ["testbed.sudo", "'auto'", "'never'"]),
+    ({"host_key_check": "no"}, ["testbed.host_key_check", "'strict'", "'accept-new'"]),
+    ({"connect_timeout": "0s"}, ["testbed.connect_timeout", "above 0"]),
+    ({"ports": [{"dut": "a", "tg": "b"}]}, ["testbed.ports"]),
+    ({"ports": [{"dut": "eth/1", "tg": "t0"}, {"dut": "e2", "tg": "t1"}]},
+     ["testbed.ports[0].dut", "PCI address"]),
+    ({"ports": [{"dut": "e1", "tg": "t0", "dut_mac": "zz"}, {"dut": "e2", "tg": "t1"}]},
+     ["testbed.ports[0].dut_mac", "MAC address"]),
+    ({"ports": [{"dut": "e1", "tg": "t0"}, {"dut": "e1", "tg": "t1"}]},
+     ["testbed.ports", "both links name dut port 'e1'"]),
+    ({"gen_cpu": 0}, ["testbed.gen_cpu", "unknown key"]),
+])
+def test_ssh_testbed_errors_name_the_field(tb, needles):
+    msg = err(camp(**tb))
+    assert msg.startswith("c.toml: ")
+    for n in needles:
+        assert n in msg, (n, msg)
+
+
+def test_netns_only_fields_and_missing_host_are_refused():
+    raw = camp()
+    del raw["testbed"]["host"]
+    assert "testbed.host" in err(raw)
+    assert "testbed.kernel_tuning" in err(camp(kernel_tuning=True))
+
+
+def test_argv_is_quoted_for_the_remote_shell():
+    conn = SshConnection(SshTarget("bench@dut1"), private_dir="/tmp/none")
+    for sudo in (False, True):
+        ex = RemoteExecutor(conn, sudo=sudo)
+        line = ex.remote_command(HOSTILE)
+        pre = (["sudo", "-n", "--"] if sudo else []) + ["env", "LC_ALL=C"]
+        assert shlex.split(line) == pre + HOSTILE
+        full = ex.argv(HOSTILE)
+        # one argument for the remote shell, after the destination and "--"
+        assert full[-3:] == ["--", "bench@dut1", line]
+        assert "BatchMode=yes" in full and "StrictHostKeyChecking=yes" in full
+    with pytest.raises(TypeError):
+        ex.remote_command("ip link")        # a shell string is refused
+
+
+def test_target_options():
+    t = SshTarget("dut", port=2222, identity="~/k", config="/c", options=("ProxyJump=gw",),
+                  host_key_check="accept-new", connect_timeout_s=2.5)
+    argv = t.base_argv()
+    assert argv[0] == "ssh"
+    assert ["-p", "2222"] == argv[argv.index("-p"):argv.index("-p") + 2]
+    assert "StrictHostKeyChecking=accept-new" in argv and "ConnectTimeout=3" in argv
+    assert ["-F", "/c"] == argv[argv.index("-F"):argv.index("-F") + 2]
+    assert "ProxyJump=gw" in argv and "IdentitiesOnly=yes" in argv
+    assert not any(a.startswith("~") for a in argv)
+
+
+# OpenSSH 9.2's own words (the rig test provokes each of them for real)
+@pytest.mark.parametrize("stderr,kind,needle", [
+    ("ssh: connect to host 10.0.0.1 port 22: Connection refused\r\n", SshError, "unreachable"),
+    ("ssh: Could not resolve hostname nope: Name or service not known\r\n", SshError,
+     "unreachable"),
+    ("root@10.0.0.1: Permission denied (publickey).\r\n", SshError, "refused the key"),
+    ("No ED25519 host key is known for 10.0.0.1 and you have requested strict checking.\r\n"
+     "Host key verification failed.\r\n", SshError, "not in known_hosts"),
+    ("@@@@@\r\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\r\n"
+     "Offending ED25519 key in /root/.ssh/known_hosts:3\r\n", SshError, "CHANGED"),
+])
+def test_classify_connect_errors(stderr, kind, needle):
+    e = classify(stderr, SshTarget("root@10.0.0.1"))
+    assert type(e) is kind and needle in str(e)
+    assert "\n" not in str(e)
+
+
+def test_classify_a_lost_connection_and_foreign_text():
+    e = classify("Timeout, server 10.0.0.1 not responding.\r\n", SshTarget("d"),
+                 during="while running `ip link`")
+    assert isinstance(e, SshConnectionLost) and "lost while running `ip link`" in str(e)
+    assert classify("RTNETLINK answers: File exists\n", SshTarget("d")) is None
