@@ -10,9 +10,12 @@ FWDBENCH_OPT ?= /opt/fwdbench
 export FWDBENCH_OPT
 VENV        := .venv
 STAMP       := .stamp
+# openssh-server, sudo: the ssh testbed's test rig (tests/sshrig.py) runs a real sshd;
+# socat, conntrack: what fwdbench runs on a DUT host reached over SSH (docs/testbeds.md)
 APT_PACKAGES := build-essential clang libclang-rt-dev llvm libbpf-dev libxdp-dev libelf-dev zlib1g-dev \
                 pkg-config libjansson-dev bpftool iproute2 nftables ethtool tcpdump python3-venv python3-dev \
-                valgrind linux-perf chromium dpdk-dev librte-net-af-xdp23 librte-net-af-packet23 postgresql
+                valgrind linux-perf chromium dpdk-dev librte-net-af-xdp23 librte-net-af-packet23 postgresql \
+                openssh-client openssh-server sudo socat conntrack
 # what building VPP from its release source needs (scripts/build-vpp.sh)
 VPP_BUILD_PACKAGES := cmake ninja-build python3-ply libssl-dev libnuma-dev libunwind-dev uuid-dev \
                 libiberty-dev

@@ -4,11 +4,15 @@
   (``rig.fwdbench(...)``: ``ip netns exec ... .venv/bin/fwdbench``), as on a tester.
 - "DUT host": network namespace ``fbrig-<id>-dut`` running a real OpenSSH
   server (Debian's ``/usr/sbin/sshd``) on a management veth, 198.19.255.2/24
-  (the tester has 198.19.255.1/24). sshd runs in a mount namespace of its own
-  where /etc/passwd, /etc/shadow, /etc/group and /etc/sudoers.d are copies
+  (the tester has 198.19.255.1/24). The DUT host has a mount namespace of its
+  own (held by a ``sleep``, so it outlives sshd restarts) where /etc/passwd,
+  /etc/shadow, /etc/group and /etc/sudoers.d are copies
   made by the rig: root's home is a fresh directory (no shell start-up files
   of this machine), and two users exist only there: ``fbrig`` (sudo without
   a password) and ``fbrigpw`` (no sudo rule: sudo asks for a password).
+  fwdbench's directory there (the campaign's ``workdir``) is a tmpfs of that
+  mount namespace: the tester cannot see the DUT host's files, as on two
+  machines, so code that touched them locally would fail here too.
 - data ports: veth pairs ``rt0``/``rt1`` (tester) <-> ``rd0``/``rd1`` (DUT).
 - a throwaway host key and user keys made with ssh-keygen, an ssh config
   (``Host dut-rig`` as root, ``dut-rig-sudo`` as fbrig, ``dut-rig-pw`` as
@@ -37,10 +41,12 @@ FWDBENCH = REPO / ".venv" / "bin" / "fwdbench"
 SSHD = "/usr/sbin/sshd"
 MGMT_TG, MGMT_DUT = "198.19.255.1", "198.19.255.2"
 RIG_UID = 64123
-#: the DUT namespace's sshd: its own view of the users (mount namespace), then sshd
-SSHD_SCRIPT = ('mount --bind "$1" /etc/passwd && mount --bind "$2" /etc/shadow && '
+#: the DUT host's own mounts (users, sudoers, fwdbench's directory), held by a process
+#: that outlives sshd restarts, as a real host's disks do
+HOLD_SCRIPT = ('mount --bind "$1" /etc/passwd && mount --bind "$2" /etc/shadow && '
                'mount --bind "$3" /etc/group && mount --bind "$4" /etc/sudoers.d && '
-               'exec "$5" -D -e -f "$6"')
+               'mount -t tmpfs -o mode=0755,size=64m fbrig "$5" && echo $$ > "$6" && '
+               'exec sleep infinity')
 
 
 def available() -> str | None:
@@ -66,6 +72,8 @@ class SshRig:
         self.dut_ns = f"fbrig-{self.id}-dut"
         self.dir = Path(tempfile.gettempdir()) / f"fbrig-{self.id}"     # made by up()
         self.sshd: subprocess.Popen | None = None
+        self.holder: subprocess.Popen | None = None
+        self.holder_pid = 0
         self.made_run_sshd = False
         self.ports = [("rt0", "rd0"), ("rt1", "rd1")]
 
@@ -75,6 +83,7 @@ class SshRig:
         try:
             self._namespaces()
             self._keys_and_users()
+            self._hold_mounts()
             self.start_sshd()
         except BaseException:
             self.down()
@@ -158,6 +167,29 @@ class SshRig:
                     f"  UserKnownHostsFile {d / 'known_hosts'}", "  LogLevel ERROR", ""]
         (d / "ssh_config").write_text("\n".join(cfg))
         self.workdir = d / "dutwork"
+        self.workdir.mkdir(mode=0o755)     # a tmpfs of the DUT host's mounts covers it
+
+    def _hold_mounts(self) -> None:
+        d = self.dir
+        self.holder = subprocess.Popen(
+            ["ip", "netns", "exec", self.dut_ns, "unshare", "--mount", "--propagation",
+             "private", "--", "sh", "-c", HOLD_SCRIPT, "sh", str(d / "etc" / "passwd"),
+             str(d / "etc" / "shadow"), str(d / "etc" / "group"), str(d / "etc" / "sudoers.d"),
+             str(self.workdir), str(d / "holder.pid")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            start_new_session=True)
+        deadline = time.monotonic() + 10
+        while not (d / "holder.pid").exists():
+            if self.holder.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the rig's DUT mounts failed: "
+                                   f"{self.holder.communicate()[1].decode()[-500:]}")
+            time.sleep(0.02)
+        self.holder_pid = int((d / "holder.pid").read_text())
+
+    def enter(self) -> list[str]:
+        """argv prefix that runs a command on the DUT host as its operator (its
+        network and mounts: nsenter into the rig's holder process)."""
+        return ["nsenter", "-t", str(self.holder_pid), "-m", "-n", "--"]
 
     def start_sshd(self) -> None:
         """Start (or restart) the DUT host's sshd and wait until it answers."""
@@ -166,10 +198,7 @@ class SshRig:
             self.made_run_sshd = True
         d = self.dir
         self.sshd = subprocess.Popen(
-            ["ip", "netns", "exec", self.dut_ns, "unshare", "--mount", "--propagation",
-             "private", "--", "sh", "-c", SSHD_SCRIPT, "sh", str(d / "etc" / "passwd"),
-             str(d / "etc" / "shadow"), str(d / "etc" / "group"), str(d / "etc" / "sudoers.d"),
-             SSHD, str(d / "sshd_config")],
+            self.enter() + [SSHD, "-D", "-e", "-f", str(d / "sshd_config")],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=open(d / "sshd.log", "ab"), start_new_session=True)
         deadline = time.monotonic() + 20
@@ -268,9 +297,14 @@ class SshRig:
             "ports": ports,
         }
 
+    def dut_ls(self, path: Path | str) -> list[str]:
+        """The names in a directory of the DUT host's workdir (seen only there)."""
+        cp = run(self.enter() + ["find", str(path), "-mindepth", "1", "-maxdepth", "1",
+                                 "-printf", "%f\\n"], check=False)
+        return sorted(cp.stdout.split())
+
     def run_dirs(self) -> list[str]:
-        runs = self.workdir / "runs"
-        return sorted(os.listdir(runs)) if runs.is_dir() else []
+        return self.dut_ls(self.workdir / "runs")
 
     # --- removing -----------------------------------------------------------------------------
     def down(self) -> None:
@@ -286,11 +320,12 @@ class SshRig:
                     except ProcessLookupError:
                         pass
                 time.sleep(0.2)
-        if self.sshd is not None:
-            try:
-                self.sshd.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
+        for proc in (self.sshd, self.holder):
+            if proc is not None:
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
         for ns in (self.tg_ns, self.dut_ns):
             run(["ip", "netns", "del", ns], check=False)
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -272,7 +272,8 @@ def test_every_driver_forwards_over_ssh_and_leaves_the_host_as_it_was(rig):
     assert tb["tools"]["uploaded"] is True and set(tb["tools"]["files"]) == {
         "fb-xdp", "xdp_fwd.bpf.o", "vfwd"}
     tools = rig.workdir / "tools" / tb["tools"]["version"]
-    assert sorted(os.listdir(tools)) == ["SHA256SUMS", "fb-xdp", "vfwd", "xdp_fwd.bpf.o"]
+    assert not tools.exists()           # only on the DUT host
+    assert rig.dut_ls(tools) == ["SHA256SUMS", "fb-xdp", "vfwd", "xdp_fwd.bpf.o"]
     describe = by_name["vr"]["describe"]
     assert describe["dut_host"] == "dut-rig" and describe["binary"] == str(tools / "vfwd")
     # nothing of the run is left on the DUT host
@@ -420,3 +421,26 @@ params = { mode = "router" }
     assert rig.dut_state() == before and rig.run_dirs() == []
     from fwdbench.lab.cleanup import ns_pids
     assert ns_pids(rig.tg_ns) == []         # no ssh master, no fwdgen left on the tester
+
+
+# --- a DUT the ssh testbed cannot run yet ------------------------------------------------------
+
+def test_testpmd_is_refused_before_anything_is_measured(rig):
+    tp = '\n[[dut]]\nname = "tp"\ntype = "testpmd"\nparams = { mode = "mac" }\n'
+    lr = '\n[[dut]]\nname = "lr"\ntype = "linux"\nparams = { mode = "router" }\n'
+    before = rig.dut_state()
+    path = campaign(rig, TRIAL + lr + tp, "tp")
+    cp = rig.fwdbench_run(["run", str(path), "--out", str(rig.dir / "tp.sqlite"), "--no-report"])
+    err = " ".join(cp.stderr.split())
+    assert cp.returncode == 3, cp.stderr
+    assert "testpmd: runs on the netns lab only for now, not on the ssh DUT host dut-rig" in err
+    assert _trials(rig.dir / "tp.sqlite") == []
+    assert rig.dut_state() == before and rig.run_dirs() == []
+    # optional: its scenarios are skipped with the reason, the others run
+    path = campaign(rig, TRIAL + lr + tp.replace('"mac" }', '"mac" }\noptional = true'), "tpo")
+    cp = rig.fwdbench_run(["run", str(path), "--out", str(rig.dir / "tpo.sqlite"),
+                           "--no-report"])
+    assert cp.returncode == 0, cp.stderr
+    assert "skipping dut 'tp' (optional, not available here): testpmd: runs on the netns lab" \
+        in " ".join(cp.stderr.split())
+    assert [t["status"] for t in _trials(rig.dir / "tpo.sqlite")] == ["done"]

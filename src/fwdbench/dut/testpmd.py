@@ -327,6 +327,12 @@ class DpdkTestpmdDut(DutDriver):
     def check(self, host=None) -> None:
         # DPDK's PMDs, hugepages and runtime dirs are looked up on this machine:
         # the netns lab's DUT host
+        if host is not None and host.kind != "netns":
+            raise DutError(f"testpmd: runs on the netns lab only for now, not on the {host.kind} "
+                           f"DUT host {host.name}: fwdbench reserves its hugepages (vm.nr_hugepages, "
+                           f"a hugetlbfs mount), its DPDK runtime directory and PMD list on "
+                           f"this machine, and drives it on stdin, which a command over SSH "
+                           f"cannot take; on {host.name} use vfwd, xdp, linux or vpp")
         if not shutil.which(TESTPMD):
             raise DutError(f"testpmd: {TESTPMD} not found; install Debian's dpdk-dev "
                            f"(apt-get install --no-install-recommends dpdk-dev)")
@@ -343,9 +349,7 @@ class DpdkTestpmdDut(DutDriver):
         if self._exec is not None:
             raise DutError("testpmd: setup() called twice without teardown()")
         if host.kind != "netns":
-            raise DutError(f"testpmd: runs on the netns lab's DUT host only for now, not "
-                           f"on {host.kind} host {host.name} (its hugepages and DPDK "
-                           f"runtime files are managed on this machine)")
+            self.check(host)        # says why not
         self._exec = host.exec
         self._host = host
         self._peer_macs = self.peer_macs(host)
