@@ -444,3 +444,67 @@ def test_testpmd_is_refused_before_anything_is_measured(rig):
     assert "skipping dut 'tp' (optional, not available here): testpmd: runs on the netns lab" \
         in " ".join(cp.stderr.split())
     assert [t["status"] for t in _trials(rig.dir / "tpo.sqlite")] == ["done"]
+
+
+# --- one campaign file, two testbeds -------------------------------------------------------------
+
+SAME = '''
+[trial]
+duration = "1s"
+warmup = "0.2s"
+
+[[dut]]
+name = "lr"
+type = "linux"
+params = { mode = "router" }
+
+[[dut]]
+name = "xr"
+type = "xdp"
+params = { mode = "router" }
+
+[[dut]]
+name = "vr"
+type = "vfwd"
+params = { mode = "router" }
+
+[[profile]]
+name = "p"
+
+[search]
+type = "sweep"
+loads = ["10kpps", "20kpps"]
+'''
+NETNS = '[testbed]\ntype = "netns"\nline_rate = "10Gbps"\nmax_load = "3Mpps"\n'
+
+
+def _report_shape(d: Path) -> dict:
+    text = (d / "index.html").read_text()
+    return {"files": sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file()),
+            "headings": re.findall(r"<h[23][^>]*>([^<]*)", text),
+            "tables": re.findall(r'<table id="([^"]*)"', text),
+            "figures": re.findall(r'<figure id="([^"]*)"', text)}
+
+
+def test_one_campaign_file_runs_on_the_lab_and_the_ssh_rig_with_the_same_report(rig):
+    """Only [testbed] differs; the reports have the same sections, tables and figures."""
+    head = '[campaign]\nname = "same"\nrepetitions = 2\n\n'
+    lab = rig.dir / "same-lab.toml"
+    lab.write_text(head + NETNS + SAME)
+    ssh = rig.dir / "same-ssh.toml"
+    ssh.write_text(head + rig.testbed_toml() + SAME)
+    import subprocess
+    from sshrig import FWDBENCH
+    cp = subprocess.run([str(FWDBENCH), "run", str(lab), "--out", str(rig.dir / "lab.sqlite")],
+                        capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stderr
+    cp = rig.fwdbench_run(["run", str(ssh), "--out", str(rig.dir / "ssh.sqlite")])
+    assert cp.returncode == 0, cp.stderr
+    a, b = _report_shape(rig.dir / "lab-report"), _report_shape(rig.dir / "ssh-report")
+    assert a == b and a["tables"] and a["figures"]
+    text = (rig.dir / "ssh-report" / "index.html").read_text()
+    assert "of the DUT host dut-rig" in text and "configured over SSH" in text
+    done, _ = results(rig.dir / "ssh.sqlite")
+    assert len(done) == 6
+    for t in done:
+        assert_all_forwarded(t.result, t.result.tx_packets)

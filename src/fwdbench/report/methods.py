@@ -157,6 +157,26 @@ def _pacing_text(m: ReportModel) -> str:
     return text + "."
 
 
+def _ssh_text(m: ReportModel, tb: dict) -> str:
+    """Where the traffic ran on an ssh testbed (testbed/ssh.py's record)."""
+    rec = (m.host.get("testbed") or {}) if isinstance(m.host, dict) else {}
+    dut = rec.get("dut_host") or {}
+    tester = rec.get("tester") or {}
+    links = []
+    for p in rec.get("ports") or []:
+        tg, du = p.get("tg") or {}, p.get("dut") or {}
+        drv = ((dut.get("ports") or {}).get(du.get("ifname")) or {}).get("driver")
+        links.append(f"{tg.get('ifname')}-{du.get('ifname')}" + (f" ({drv})" if drv else ""))
+    return (f"The generator ran on CPU(s) {m.placement.get('gen_cpu')} of the tester "
+            f"{tester.get('hostname') or '?'} and the DUT on CPU(s) {m.placement.get('dut_cpu')} "
+            f"of the DUT host {dut.get('ssh') or tb.get('host')} ({dut.get('cpu_model') or '?'}, "
+            f"kernel {dut.get('kernel') or '?'}), configured over SSH"
+            + (f", joined by the links {', '.join(links)}" if links else "")
+            + ". The DUT ports received through their NICs' own queues and IRQs as the DUT "
+              "host had them; fwdbench tuned nothing there (the environment section lists "
+              "its facts).")
+
+
 def methodology_text(m: ReportModel) -> str:
     cfg = m.config
     trial = cfg.get("trial") or {}
@@ -184,6 +204,8 @@ def methodology_text(m: ReportModel) -> str:
     ]
     if tb.get("type") == "sim":
         parts.append("The DUTs were simulated (testbed 'sim'): no packets were forwarded.")
+    elif tb.get("type") == "ssh":
+        parts.append(_ssh_text(m, tb))
     elif m.placement.get("gen_cpu") is not None:
         parts.append(f"The generator ran on CPU {m.placement['gen_cpu']} and the DUT on CPU "
                      f"{m.placement['dut_cpu']} of the same host, joined by veth pairs "

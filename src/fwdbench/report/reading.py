@@ -193,8 +193,8 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
     tb = cfg.get("testbed") or {}
     host = camp.get("host") or {}
     placement = {
-        "gen_cpu": host.get("gen_cpu", tb.get("gen_cpu")),
-        "dut_cpu": host.get("dut_cpu", tb.get("dut_cpu")),
+        "gen_cpu": host.get("gen_cpu", tb.get("gen_cpu", _cpus(tb.get("gen_cpus")))),
+        "dut_cpu": host.get("dut_cpu", tb.get("dut_cpu", _cpus(tb.get("dut_cpus")))),
         "testbed": tb.get("type"),
         "kernel_tuning": tb.get("kernel_tuning"),
         # absent from older campaign files: the schema's default applied to them too
@@ -234,3 +234,8 @@ def _trial_pacing(raw: dict[str, Any]) -> tuple[str | None, tuple[int, float] | 
     if not isinstance(b, int) or b < 1 or not isinstance(pps, (int, float)) or pps <= 0:
         return pacer, None
     return pacer, (b, b / pps * 1e6)
+
+
+def _cpus(cpus) -> str | None:
+    """An ssh testbed's CPU list (its gen_cpus, dut_cpus) as the placement shows it."""
+    return ",".join(map(str, cpus)) if isinstance(cpus, list) else None
