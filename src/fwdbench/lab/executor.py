@@ -35,6 +35,10 @@ class CommandError(LabError):
 class Executor:
     """Local executor bound to netns ``ns`` (``None``: the host namespace)."""
 
+    #: True when the executor's host is this one (its files, sockets and shared
+    #: memory are this process's to open); a RemoteExecutor's is not
+    local = True
+
     def __init__(self, ns: str | None):
         self.ns = ns
         self.children: list[subprocess.Popen] = []     # started by popen()
@@ -95,6 +99,25 @@ class Executor:
                     pass
                 time.sleep(0.001)
         return proc
+
+    def popen_logged(self, argv: Sequence[str], log: str) -> subprocess.Popen:
+        """Start a long-running process with stdout and stderr written to the file
+        ``log`` on the executor's host (a data plane's own output, read back with
+        ``read_file`` for error messages)."""
+        with open(log, "w") as out:
+            return self.popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                              stderr=subprocess.STDOUT)
+
+    def unix_socket(self, path: str) -> str:
+        """A path on this host that reaches the UNIX socket ``path`` of the executor's
+        host, for clients that open sockets themselves (vpp_papi): ``path`` itself
+        here; a remote executor carries each connection over its link."""
+        return path
+
+    def local_copy(self, directory: str) -> str:
+        """A directory on this host with the files of ``directory`` of the executor's
+        host, to read there (e.g. a data plane's API definitions): itself here."""
+        return directory
 
     # --- kernel state without spawning ---------------------------------------
     def sysctl_set(self, values: Mapping[str, int | str]) -> None:

@@ -19,6 +19,7 @@ it closed by fwdbench or lost with the connection. The returned
 """
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import shlex
@@ -57,6 +58,8 @@ _SUDO_PASSWORD = re.compile(r"sudo: (a password is required|a terminal is requir
 class RemoteExecutor(Executor):
     """Runs on the DUT host behind ``conn``; ``sudo``: prefix ``sudo -n`` (login user not root)."""
 
+    local = False
+
     def __init__(self, conn: SshConnection, *, sudo: bool, run_tag: str = "fb-run",
                  proc_dir: str | None = None):
         super().__init__(None)
@@ -66,6 +69,8 @@ class RemoteExecutor(Executor):
         #: directory on the DUT host for popen's pid files (the run's directory)
         self.proc_dir = proc_dir
         self.children: list[RemoteProcess] = []     # type: ignore[assignment]
+        self.bridges: dict[str, Any] = {}           # unix_socket(): remote path -> UnixBridge
+        self.copies: dict[str, str] = {}            # local_copy(): remote dir -> local dir
         self.commands = 0                           # run() calls, for the report's timings
 
     @property
@@ -147,6 +152,56 @@ class RemoteExecutor(Executor):
         self.children.append(proc)
         proc.wait_started()
         return proc
+
+    def popen_logged(self, argv: Sequence[str], log: str) -> "RemoteProcess":
+        """``argv`` with its output written to ``log`` on the DUT host (an exec'ing
+        ``sh`` redirects it there, so the pid stays the program's)."""
+        self._check_argv(argv)
+        return self.popen(["sh", "-c", 'exec "$@" >"$0" 2>&1', log, *argv],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def unix_socket(self, path: str) -> str:
+        """A socket on this host (in the run's private directory) whose every
+        connection reaches ``path`` on the DUT host (bridge.py)."""
+        from .bridge import UnixBridge
+        if path not in self.bridges:
+            local = f"{self.conn.private_dir}/s{len(self.bridges)}.sock"
+            self.bridges[path] = UnixBridge(self, path, local)
+        return self.bridges[path].local_path
+
+    def close_socket(self, path: str) -> None:
+        """Stop carrying connections to ``path`` (unix_socket)."""
+        bridge = self.bridges.pop(path, None)
+        if bridge is not None:
+            bridge.close()
+
+    def local_copy(self, directory: str) -> str:
+        """``directory`` of the DUT host copied (tar over the connection) into the run's
+        private directory on this host, once per run."""
+        import io
+        import tarfile
+        if directory not in self.copies:
+            cp = self.run(["tar", "-C", directory, "-cf", "-", "."], input=b"", timeout=120,
+                          check=False)
+            if cp.returncode != 0:
+                raise LabError(f"copying {directory} from {self.conn.name}: "
+                               f"{last_lines(cp.stderr.decode(errors='replace'), 1)}")
+            dest = f"{self.conn.private_dir}/copy{len(self.copies)}"
+            with tarfile.open(fileobj=io.BytesIO(cp.stdout)) as tar:
+                for m in tar.getmembers():      # regular files and directories, inside dest
+                    parts = os.path.normpath(m.name).split(os.sep)
+                    if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
+                        continue
+                    target = os.path.join(dest, *parts)
+                    if m.isdir():
+                        os.makedirs(target, exist_ok=True)
+                        continue
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    src = tar.extractfile(m)
+                    with open(target, "wb") as f:
+                        f.write(src.read() if src else b"")
+            self.copies[directory] = dest
+        return self.copies[directory]
 
     # --- kernel state through commands ------------------------------------------------
     def sysctl_set(self, values: Mapping[str, int | str]) -> None:
@@ -256,7 +311,10 @@ class RemoteExecutor(Executor):
 
     # --- the run's processes ------------------------------------------------------------
     def stop_children(self) -> None:
-        """Stop every program popen() started that still runs (SIGTERM, then SIGKILL)."""
+        """Stop every program popen() started that still runs (SIGTERM, then SIGKILL),
+        and every socket bridge."""
+        for path in list(self.bridges):
+            self.close_socket(path)
         for p in list(self.children):
             p.stop()
         self.children.clear()

@@ -320,6 +320,9 @@ class SshTestbed(Testbed):
                 if not up:
                     self.local.run(["ip", "link", "set", "dev", ifn, "down"], check=False)
         finally:
+            if self.ex is not None:         # the tester's ends of socket bridges
+                for path in list(self.ex.bridges):
+                    self.ex.close_socket(path)
             if self.conn is not None:
                 self.conn.close()
             if main:

@@ -144,7 +144,16 @@ class VppDut(DutDriver):
                                 f"main thread forwards)")
 
     def check(self, host=None) -> None:
-        inst = find_vpp(self.p.vpp_prefix)
+        if host is not None and not host.exec.local:        # a DUT host over SSH
+            from .install import find_vpp_on
+            inst = find_vpp_on(host.exec, self.p.vpp_prefix)
+            missing = host.exec.missing_tools(host.exec.tools_for("unix_request"))
+            if missing:
+                raise DutError(f"vpp: {', '.join(missing)} is missing on {host.name}, which "
+                               f"carries VPP's API there (apt-get install "
+                               f"{' '.join(missing)})")
+        else:
+            inst = find_vpp(self.p.vpp_prefix)
         need = plugins_for(self._interface(host), self.p.mode)
         missing = [n for n in need if not inst.has_plugin(n)]
         if missing:

@@ -38,6 +38,11 @@ class VppInstall:
     version: str              # from the build stamp or the package, "" if unknown
     plugins: tuple[str, ...] = field(default=())   # names, e.g. "af_xdp"
 
+    @property
+    def get_stats(self) -> str:
+        """VPP's statistics dumper (bin/vpp_get_stats), for a DUT host over SSH."""
+        return os.path.join(self.prefix, "bin", "vpp_get_stats")
+
     def api_files(self) -> list[str]:
         return sorted(glob.glob(os.path.join(self.api_dir, "**", "*.api.json"), recursive=True))
 
@@ -107,3 +112,48 @@ def find_vpp(prefix: str | None = None) -> VppInstall:
         tried.append(c)
     raise DutError("vpp: no VPP found" + (f" (looked in {', '.join(tried)})" if tried else "")
                    + f"; {HOW_TO_GET}")
+
+
+def find_vpp_on(ex, prefix: str | None = None) -> VppInstall:
+    """The VPP of the DUT host behind the (remote) executor ``ex``, looked up there in
+    the module docstring's order; its API definitions are copied to this host
+    (``ex.local_copy``), where vpp_papi reads them, so the tester needs no VPP."""
+    where = f"on the DUT host {ex.conn.name}"
+    if prefix:
+        candidates = [prefix]
+    else:
+        candidates = []
+        found = ex.run(["sh", "-c", 'command -v vpp || true'], check=False).stdout.strip()
+        if found:
+            real = ex.run(["readlink", "-f", found], check=False).stdout.strip() or found
+            candidates.append(str(Path(real).parent.parent))
+        opt = ex.run(["find", OPT, "-mindepth", "1", "-maxdepth", "1", "-name", "vpp-*"],
+                     check=False).stdout.split()
+        candidates += sorted(opt, key=lambda p: tuple(int(x) for x in re.findall(
+            r"\d+", os.path.basename(p))), reverse=True)
+    for c in candidates:
+        if not ex.run(["test", "-x", f"{c}/bin/vpp"], check=False).returncode == 0:
+            continue
+        dirs = ex.run(["find", f"{c}/lib", f"{c}/lib64", "-mindepth", "1", "-maxdepth", "2",
+                       "-type", "d", "-name", "vpp_plugins"], check=False).stdout.split()
+        plugin_dir = sorted(dirs)[0] if dirs else ""
+        plugins: tuple[str, ...] = ()
+        if plugin_dir:
+            names = ex.run(["find", plugin_dir, "-maxdepth", "1", "-name", "*_plugin.so"],
+                           check=False).stdout.split()
+            plugins = tuple(sorted(os.path.basename(n).removesuffix("_plugin.so")
+                                   for n in names))
+        stamp = ex.read_files([f"{c}/.fwdbench-build"])[f"{c}/.fwdbench-build"] or ""
+        version = next((ln.split("=", 1)[1] for ln in stamp.splitlines()
+                        if ln.startswith("version=")), "")
+        api_dir = f"{c}/share/vpp/api"
+        if not ex.exists(api_dir):
+            raise DutError(f"vpp: {c} {where} has no API definitions in {api_dir}")
+        if not ex.exists(f"{c}/bin/vpp_get_stats"):
+            raise DutError(f"vpp: {c} {where} has no bin/vpp_get_stats, which reads VPP's "
+                           f"counters there (FD.io's vpp package ships it)")
+        return VppInstall(prefix=c, vpp=f"{c}/bin/vpp", vppctl=f"{c}/bin/vppctl",
+                          plugin_dir=plugin_dir, api_dir=ex.local_copy(api_dir),
+                          version=version, plugins=plugins)
+    raise DutError(f"vpp: no VPP found {where}" + (f" (looked in {', '.join(candidates)})"
+                                                   if candidates else "") + f"; {HOW_TO_GET}")

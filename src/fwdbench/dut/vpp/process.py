@@ -2,7 +2,9 @@
 and statistics segment connected, stopped and cleaned up.
 
 ``VppProcess.start(install, startup, exec)`` writes startup.conf into
-``startup.run_dir``, starts ``vpp -c`` through the executor (in the lab's DUT
+``startup.run_dir``, starts ``vpp -c`` through the executor (on a DUT host
+over SSH its API through the executor's socket bridge, its statistics with
+vpp_get_stats there: stats_remote.py; in the lab's DUT
 namespace, or on this host for the packet-generator bench), waits until the
 API answers and connects the statistics segment. ``stop()`` closes both,
 sends SIGTERM and, after STOP_TIMEOUT_S, SIGKILL (af_xdp TX on veth has been
@@ -59,13 +61,17 @@ class VppProcess:
         st = self.startup
         conf = f"{st.run_dir}/startup.conf"
         self.exec.write_file(conf, st.render())
-        with open(self.out, "w") as out:      # the run dir is on this host's file system
-            self.proc = self.exec.popen([self.install.vpp, "-c", conf],
-                                        stdin=subprocess.DEVNULL, stdout=out,
-                                        stderr=subprocess.STDOUT)
-        self.api = VppApi.connect(st.api_socket, self.install.api_files(), alive=self.alive)
+        self.proc = self.exec.popen_logged([self.install.vpp, "-c", conf], self.out)
+        # on a remote DUT host: a socket here carried to VPP's (the executor's bridge)
+        self.api = VppApi.connect(self.exec.unix_socket(st.api_socket),
+                                  self.install.api_files(), alive=self.alive)
         self.version = self.api.call("show_version").version
-        self.stats = VppStats(st.stats_socket, st.stats_interval)
+        if self.exec.local:
+            self.stats = VppStats(st.stats_socket, st.stats_interval)
+        else:       # its shared memory cannot be mapped from here (stats_remote.py)
+            from .stats_remote import RemoteVppStats
+            self.stats = RemoteVppStats(self.exec, self.install.get_stats, st.stats_socket,
+                                        st.stats_interval)
         self.stats.connect()
 
     def alive(self) -> bool:
@@ -82,6 +88,8 @@ class VppProcess:
             if closer is not None:
                 closer.close()
         self.api = self.stats = None
+        if not self.exec.local:
+            self.exec.close_socket(self.startup.api_socket)
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

@@ -78,37 +78,45 @@ class VppStats:
                            f"{type(e).__name__}: {e}") from None
 
     def _read(self) -> dict[str, int]:
-        s = self.stats
-        out: dict[str, int] = {}
-        names = list(s["/if/names"])
-        for path, field in IF_COMBINED.items():
-            data = s[path]                      # [thread][sw_if_index] -> (packets, bytes)
-            for i, name in enumerate(names):
-                if name and name != "local0":
-                    out[f"{name}.{field}_packets"] = sum(int(t[i][0]) for t in data if i < len(t))
-                    out[f"{name}.{field}_bytes"] = sum(int(t[i][1]) for t in data if i < len(t))
-        for path, field in IF_SIMPLE.items():
-            try:
-                data = s[path]                  # [thread][sw_if_index]
-            except KeyError:
-                continue
-            for i, name in enumerate(names):
-                if name and name != "local0":
-                    out[f"{name}.{field}"] = sum(int(t[i]) for t in data if i < len(t))
-        nodes = list(s["/sys/node/names"])
-        per = {f: s[f"/sys/node/{f}"] for f in NODE_FIELDS}
-        for i, node in enumerate(nodes):
-            calls = sum(int(t[i]) for t in per["calls"] if i < len(t))
-            if not calls:
-                continue
-            for f in NODE_FIELDS:
-                out[f"vpp_node.{node}.{f}"] = sum(int(t[i]) for t in per[f] if i < len(t))
-        for path in s.ls(["^/err/"]):
-            try:
-                n = total(list(s[path]))
-            except (KeyError, TypeError):
-                continue
-            if n:
-                node, _, reason = path[len("/err/"):].partition("/")
-                out[f"vpp_err.{node}.{reason}"] = n
-        return out
+        return read_counters(self.stats)
+
+
+def read_counters(s) -> dict[str, int]:
+    """The counters from ``s``, a statistics view: ``s[path]`` gives a name vector
+    (list of names), a simple counter vector ([thread][index] -> count) or a
+    combined one ([thread][index] -> (packets, bytes)); ``s.ls(patterns)`` the
+    paths matching regular expressions (vpp_papi's VPPStats, or the view of
+    vpp_get_stats's output in stats_remote.py)."""
+    out: dict[str, int] = {}
+    names = list(s["/if/names"])
+    for path, field in IF_COMBINED.items():
+        data = s[path]                      # [thread][sw_if_index] -> (packets, bytes)
+        for i, name in enumerate(names):
+            if name and name != "local0":
+                out[f"{name}.{field}_packets"] = sum(int(t[i][0]) for t in data if i < len(t))
+                out[f"{name}.{field}_bytes"] = sum(int(t[i][1]) for t in data if i < len(t))
+    for path, field in IF_SIMPLE.items():
+        try:
+            data = s[path]                  # [thread][sw_if_index]
+        except KeyError:
+            continue
+        for i, name in enumerate(names):
+            if name and name != "local0":
+                out[f"{name}.{field}"] = sum(int(t[i]) for t in data if i < len(t))
+    nodes = list(s["/sys/node/names"])
+    per = {f: s[f"/sys/node/{f}"] for f in NODE_FIELDS}
+    for i, node in enumerate(nodes):
+        calls = sum(int(t[i]) for t in per["calls"] if i < len(t))
+        if not calls:
+            continue
+        for f in NODE_FIELDS:
+            out[f"vpp_node.{node}.{f}"] = sum(int(t[i]) for t in per[f] if i < len(t))
+    for path in s.ls(["^/err/"]):
+        try:
+            n = total(list(s[path]))
+        except (KeyError, TypeError):
+            continue
+        if n:
+            node, _, reason = path[len("/err/"):].partition("/")
+            out[f"vpp_err.{node}.{reason}"] = n
+    return out
