@@ -133,8 +133,15 @@ def test_executor_runs_argv_files_and_programs_on_the_dut_host(rig):
         ex.write_file(str(rig.dir / "f.txt"), "a\nb\n", 0o600)
         assert ex.read_file(str(rig.dir / "f.txt")) == "a\nb\n"
         assert oct(os.stat(rig.dir / "f.txt").st_mode & 0o777) == "0o600"
-        got = ex.read_files(["/proc/sys/net/ipv4/ip_forward", "/nonexistent"])
-        assert got == {"/proc/sys/net/ipv4/ip_forward": "0\n", "/nonexistent": None}
+        (rig.dir / "nonl").write_text("x")
+        (rig.dir / "empty").write_text("")
+        (rig.dir / "blank").write_text("\n\n==> not a header\n")
+        files = ["/proc/sys/net/ipv4/ip_forward", "/nonexistent", str(rig.dir / "nonl"),
+                 str(rig.dir / "empty"), str(rig.dir / "blank"), "/proc/self/stat"]
+        got = ex.read_files(files)
+        assert got == {files[0]: "0\n", files[1]: None, files[2]: "x", files[3]: "",
+                       files[4]: "\n\n==> not a header\n", files[5]: got[files[5]]}
+        assert got[files[5]].split()[1] == "(tail)"     # one process read them all
         assert ex.sysctl_get(["net.ipv4.ip_forward", "net.no.such"]) == {
             "net.ipv4.ip_forward": "0", "net.no.such": None}
         assert ex.exists("/proc/stat") and not ex.exists("/nonexistent")

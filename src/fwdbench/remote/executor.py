@@ -43,14 +43,13 @@ WATCHDOG = ('pidfile=$1; tag=$2; shift 2; echo $$ > "$pidfile" || exit 126; exec
             'exec env FWDBENCH_RUN="$tag" LC_ALL=C "$@" </dev/null 3<&-')
 #: sysctl_set: pairs of /proc/sys path and value
 SYSCTL_SET = ('while [ $# -gt 1 ]; do printf "%s\\n" "$2" > "$1" || exit 1; shift 2; done')
-#: read_files: each file as RS path US content US status(+/-)
-READ_FILES = ("for f; do printf '\\036%s\\037' \"$f\"; "
-              "if cat -- \"$f\" 2>/dev/null; then printf '\\037+'; else printf '\\037-'; fi; done")
 #: missing_tools: the names not found on PATH
 MISSING = 'for t; do command -v "$t" >/dev/null 2>&1 || echo "$t"; done'
 #: write_file: path, mode; the data on stdin
 WRITE = 'umask 077 && cat > "$1" && chmod "$2" "$1"'
 
+_HEADER = re.compile(r"\n==> (.+?) <==\n")
+_TAIL_ERROR = re.compile(r"tail: (?:cannot open|error reading) '(.+?)'")
 _ENV_NOT_FOUND = re.compile(r"env: [‘'`]?([^’'\s:]+)[’']?: No such file or directory")
 _SUDO_PASSWORD = re.compile(r"sudo: (a password is required|a terminal is required)")
 
@@ -240,14 +239,22 @@ class RemoteExecutor(Executor):
         return got
 
     def read_files(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """All of ``paths`` with one process there: ``tail -v -n +1`` prints each
+        file after a ``==> path <==`` line (a blank line between files); a file
+        it cannot open or read is named on stderr and is None here. (Meant for
+        /proc and /sys files, which hold no such header lines.)"""
+        paths = list(dict.fromkeys(paths))
         if not paths:
             return {}
-        cp = self.run(["sh", "-c", READ_FILES, "sh", *paths], check=False)
+        cp = self.run(["tail", "-v", "-n", "+1", "--", *paths], check=False)
         out: dict[str, str | None] = {p: None for p in paths}
-        for rec in cp.stdout.split("\x1e")[1:]:
-            path, _, rest = rec.partition("\x1f")
-            content, _, status = rest.rpartition("\x1f")
-            out[path] = content if status == "+" else None
+        parts = _HEADER.split("\n" + cp.stdout)
+        for path, content in zip(parts[1::2], parts[2::2]):
+            if path in out:
+                out[path] = content
+        for m in _TAIL_ERROR.finditer(cp.stderr):
+            if m.group(1) in out:
+                out[m.group(1)] = None
         return out
 
     def exists(self, path: str) -> bool:
