@@ -122,3 +122,25 @@ def test_classify_a_lost_connection_and_foreign_text():
                  during="while running `ip link`")
     assert isinstance(e, SshConnectionLost) and "lost while running `ip link`" in str(e)
     assert classify("RTNETLINK answers: File exists\n", SshTarget("d")) is None
+
+
+def test_a_local_bmc_is_not_the_dut_hosts():
+    """On the ssh testbed IPMI's local interface would read the tester's BMC."""
+    from fwdbench.meters.session import build_meter
+    from fwdbench.meters.settings import parse_energy_settings
+    settings = parse_energy_settings({"meters": ["ipmi"]})
+    m = build_meter("ipmi", settings, [1], dut_exec=object(), dut_host="bench@dut1")
+    ok, why = m.available()
+    assert not ok and "the tester's" in why and "lanplus" in why and "bench@dut1" in why
+    lan = parse_energy_settings({"meters": ["ipmi"], "ipmi": {
+        "interface": "lanplus", "host": "bmc1", "user": "u", "password_file": "/p"}})
+    assert type(build_meter("ipmi", lan, [1], dut_exec=object())).__name__ == "IpmiMeter"
+
+
+def test_a_runs_owner_is_alive_only_if_it_is_the_same_process():
+    from fwdbench.remote.leftovers import owner_record, owner_state
+    me = owner_record()
+    assert owner_state(me) == "alive"
+    assert owner_state({**me, "start": (me["start"] or 0) + 1}) == "gone"   # a reused pid
+    assert owner_state({**me, "hostname": me["hostname"] + "-other"}) == "other"
+    assert owner_state({**me, "boot_id": "0"}) == "gone"      # the tester rebooted since

@@ -49,10 +49,13 @@ def owner_record() -> dict[str, Any]:
 
 
 def owner_state(owner: dict[str, Any]) -> str:
-    """``alive``, ``gone`` (its tester process ended) or ``other`` (another tester's)."""
+    """``alive``, ``gone`` (its tester process ended, or the tester rebooted since) or
+    ``other`` (another tester's)."""
     from ..lab.cleanup import proc_start_time
-    if owner.get("hostname") != socket.gethostname() or owner.get("boot_id") != boot_id():
+    if owner.get("hostname") != socket.gethostname():
         return "other"
+    if owner.get("boot_id") != boot_id():
+        return "gone"
     pid = owner.get("pid")
     if pid and proc_start_time(int(pid)) == owner.get("start"):
         return "alive"
