@@ -511,6 +511,7 @@ def test_one_campaign_file_runs_on_the_lab_and_the_ssh_rig_with_the_same_report(
     assert a == b and a["tables"] and a["figures"]
     text = (rig.dir / "ssh-report" / "index.html").read_text()
     assert "of the DUT host dut-rig" in text and "configured over SSH" in text
+    assert "rt0 ⇄ rd0 198.18.0.2" in text and "on dut-rig (SSH)" in text    # the topology
     done, _ = results(rig.dir / "ssh.sqlite")
     assert len(done) == 6
     for t in done:

@@ -144,3 +144,15 @@ def test_a_runs_owner_is_alive_only_if_it_is_the_same_process():
     assert owner_state({**me, "start": (me["start"] or 0) + 1}) == "gone"   # a reused pid
     assert owner_state({**me, "hostname": me["hostname"] + "-other"}) == "other"
     assert owner_state({**me, "boot_id": "0"}) == "gone"      # the tester rebooted since
+
+
+def test_dut_links_and_cpus_on_the_ssh_testbed():
+    raw = camp()
+    raw["dut"] = [{"name": "v", "type": "vfwd", "link": "memif"}]
+    msg = err(raw)
+    assert "dut[0].link" in msg and "memif is shared memory on one host" in msg
+    raw["dut"] = [{"name": "v", "type": "vpp", "params": {"workers": 3}}]
+    msg = err(raw)      # the testbed gives the DUT 2 CPUs
+    assert "dut[0].params.workers" in msg and "2 CPU(s)" in msg
+    raw["dut"] = [{"name": "v", "type": "vfwd"}]
+    assert build_campaign(raw, "c.toml").scenarios[0].dut.link == "veth"

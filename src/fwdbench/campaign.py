@@ -648,9 +648,11 @@ def expand(cf: CampaignFile, path: str, warnings: list[str] | None = None) -> li
         dspec.link = _link(cf, dspec, drivers[dspec.type], f"{tag}: dut[{di}].link")
         try:
             dspec.params = drivers[dspec.type].validate(dspec.params, f"dut[{di}].params")
-            # the netns lab gives the DUT one CPU (testbed.dut_cpu)
+            # the netns lab gives the DUT one CPU (testbed.dut_cpu), ssh its dut_cpus
             drivers[dspec.type].fits_testbed(
-                dspec.params, 1 if cf.testbed.type == "netns" else None, f"dut[{di}].params")
+                dspec.params, 1 if cf.testbed.type == "netns" else
+                len(cf.testbed.dut_cpus) if cf.testbed.type == "ssh" else None,
+                f"dut[{di}].params")
         except CampaignError as e:      # one line per problem, each names file and scenario
             raise CampaignError("\n".join(f"{tag}: {line}" for line in str(e).splitlines())) \
                 from None
@@ -703,6 +705,12 @@ def _link(cf: CampaignFile, dspec: DutSpec, driver, where: str) -> str | None:
         if dspec.link is not None:
             raise CampaignError(f"{where}: the sim testbed has no links; remove it")
         return None
+    if cf.testbed.type == "ssh":        # the DUT host's NIC ports, kernel interfaces
+        if dspec.link not in (None, "veth"):
+            raise CampaignError(f"{where}: {dspec.link!r}: memif is shared memory on one "
+                                f"host; on the ssh testbed the DUT meets the generator "
+                                f"through the DUT host's ports (remove it)")
+        return "veth"
     if dspec.link is None:
         return cf.testbed.link if cf.testbed.link in driver.links else "veth"
     if dspec.link not in driver.links:

@@ -203,6 +203,8 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
         "line_rate": tb.get("line_rate"),
         "max_load": tb.get("max_load"),
     }
+    if tb.get("type") == "ssh":
+        placement.update(_ssh_placement(host.get("testbed") or {}))
     fwdgen_version = host.get("fwdgen_version") or host.get("fwdgen") or (
         ", ".join(sorted(fwdgen_versions)) if fwdgen_versions else None)
     model = ReportModel(
@@ -239,3 +241,13 @@ def _trial_pacing(raw: dict[str, Any]) -> tuple[str | None, tuple[int, float] | 
 def _cpus(cpus) -> str | None:
     """An ssh testbed's CPU list (its gen_cpus, dut_cpus) as the placement shows it."""
     return ",".join(map(str, cpus)) if isinstance(cpus, list) else None
+
+
+def _ssh_placement(rec: dict[str, Any]) -> dict[str, Any]:
+    """An ssh testbed's hosts and cabled ports (testbed/ssh.py's record), for the
+    topology drawing."""
+    ports = [((p.get("tg") or {}).get("ifname"), (p.get("dut") or {}).get("ifname"),
+              (p.get("dut") or {}).get("ip4")) for p in rec.get("ports") or []
+             if isinstance(p, dict)]
+    return {"tester_host": (rec.get("tester") or {}).get("hostname"),
+            "dut_host": (rec.get("dut_host") or {}).get("ssh"), "ports": ports}

@@ -1,9 +1,10 @@
 """The testbed's topology as the scenarios used it, drawn as inline SVG.
 
 One drawing per link kind in use: the generator's side and the DUT's side
-with the two links between them, veth pairs (addresses of the lab's plan)
-or memif interfaces (a control socket each, shared memory, the roles), and
-the DUTs that used it. Every label is escaped: DUT names are user text.
+with the two links between them, veth pairs (addresses of the lab's plan),
+memif interfaces (a control socket each, shared memory, the roles) or, on
+the ssh testbed, the cabled ports of the tester and the DUT host, and the
+DUTs that used it. Every label is escaped: DUT names are user text.
 """
 from __future__ import annotations
 
@@ -46,15 +47,23 @@ def _box(x: int, title: str, lines: list[str]) -> str:
 
 def _svg(link: str, duts: list[str], placement: dict[str, Any], roles: dict[str, str]) -> str:
     gen_cpu, dut_cpu = placement.get("gen_cpu"), placement.get("dut_cpu")
+    ssh = placement.get("testbed") == "ssh"     # two hosts, cabled NIC ports
     left = _box(10, "generator", [f"fwdgen, CPU {gen_cpu if gen_cpu is not None else '?'}",
+                                   f"tester {placement.get('tester_host') or '?'}" if ssh else
                                    "netns fb-<run>-tg" if link == "veth" else "memif: no kernel",
                                    ])
     shown = duts[:4] + ([f"... and {len(duts) - 4} more"] if len(duts) > 4 else [])
+    if ssh:
+        shown = [f"on {placement.get('dut_host') or '?'} (SSH)"] + shown[:3]
     right = _box(W - 240, f"DUT, CPU {dut_cpu if dut_cpu is not None else '?'}", shown)
     links = []
+    cabled = placement.get("ports") or []
     for i, p in enumerate(PORTS):
         y = 75 + 55 * i
-        if link == "veth":
+        if ssh and i < len(cabled):
+            tg, dut, ip4 = cabled[i]
+            label = f"{tg} ⇄ {dut} {ip4}  (cabled ports)"
+        elif link == "veth":
             label = f"{p.tg.ifname} {p.tg.ip4} ⇄ {p.dut.ifname} {p.dut.ip4}  (veth)"
         else:
             mixed = sorted(set(roles.get(d, "slave") for d in duts))

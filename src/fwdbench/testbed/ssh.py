@@ -392,9 +392,9 @@ class SshTestbed(Testbed):
             inner = make_execute(sc, self.generator, driver, self.energy,
                                  driver.peer_macs(host))
 
-            def execute(load_pps: float, duration_s: float, key: int, latency: bool = False):
+            def execute(duration_s: float, load_pps: float, key: int, latency: bool = False):
                 try:
-                    return inner(load_pps, duration_s, key, latency)
+                    return inner(duration_s, load_pps, key, latency)
                 except SshError:
                     raise
                 except Exception as e:
@@ -404,7 +404,8 @@ class SshTestbed(Testbed):
                             f"during the trial ({type(e).__name__}: {e})") from e
                     raise
 
-            yield execute, {**driver.describe(), "dut_host": host.name}
+            # "veth": the kernel ports (dut/host.py's word), here the DUT host's NICs
+            yield execute, {**driver.describe(), "dut_host": host.name, "link": host.link}
         except BaseException as e:
             self._teardown(driver, e)
             raise
