@@ -275,10 +275,13 @@ class EnergySession:
             return None
         if cpu["dut"]["busy_cores"] >= 0.05:
             return None
-        return (f"the DUT CPUs ({cpu['dut']['cpus']}) were {cpu['dut']['busy_cores']:.1%} busy "
-                f"while {packets / dur:,.0f} pps were forwarded: the work ran on other CPUs. "
-                f"On veth the kernel forwards in the softirq of the sending CPU (the "
-                f"generator's) unless RPS on the DUT's interfaces steers it to the DUT CPUs")
+        text = (f"the DUT CPUs ({cpu['dut']['cpus']}) were {cpu['dut']['busy_cores']:.1%} busy "
+                f"while {packets / dur:,.0f} pps were forwarded: the work ran on other CPUs. ")
+        if cpu.get("dut_host"):         # a DUT host over SSH (CpuAccounting's record)
+            return text + (f"On {cpu['dut_host']} the kernel receives where the DUT ports' "
+                           f"IRQs are: point them at the DUT CPUs (docs/testbeds.md, CPUs)")
+        return text + ("On veth the kernel forwards in the softirq of the sending CPU (the "
+                       "generator's) unless RPS on the DUT's interfaces steers it to the DUT CPUs")
 
     def _energy(self, readings: dict[str, MeterReading], errors: dict[str, str],
                 packets: int | None, window_s: float | None = None) -> dict[str, Any]:
