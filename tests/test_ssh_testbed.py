@@ -569,3 +569,34 @@ params = { mode = "bridge" }
     assert rig.dut_state() == before and rig.run_dirs() == []
     assert not [f for f in os.listdir("/dev/shm") if f.startswith("fb-")
                 and "-vpp" in f], "VPP's shared memory was left"
+
+
+# --- another tester's run on the same DUT host -------------------------------------------------
+
+def test_another_testers_run_is_left_alone_and_its_ports_are_not_taken(rig):
+    from sshrig import run as sh
+    other = rig.workdir / "runs" / "fb-0ther1"
+    state = json.dumps({"tag": "fb-0ther1", "ports": ["rd0"], "saved": {},
+                        "owner": {"hostname": "another-tester", "boot_id": "x", "pid": 1,
+                                  "start": 1}})
+    sh(rig.enter() + ["sh", "-c", 'mkdir -p "$1" && cat > "$1/state.json"', "sh",
+                      str(other)], input=state)
+    try:
+        path = campaign(rig, TRIAL + EVERY_DUT.split('[[dut]]\nname = "lnat"')[0], "other")
+        cp = rig.fwdbench_run(["run", str(path), "--out", str(rig.dir / "other.sqlite"),
+                               "--no-report"])
+        err = " ".join(cp.stderr.split())
+        assert cp.returncode == 3, cp.stderr
+        assert "run fb-0ther1 of tester another-tester (pid 1) uses rd0 too" in err
+        assert rig.run_dirs() == ["fb-0ther1"]
+        # a run of another tester on other ports: a note, and its files stay
+        sh(rig.enter() + ["sh", "-c", 'cat > "$1/state.json"', "sh", str(other)],
+           input=state.replace('"rd0"', '"eth9"'))
+        cp = rig.fwdbench_run(["run", str(path), "--out", str(rig.dir / "other2.sqlite"),
+                               "--no-report"])
+        assert cp.returncode == 0, cp.stderr
+        assert "run fb-0ther1 of tester another-tester (pid 1) has files in" in \
+            " ".join(cp.stderr.split())
+        assert rig.run_dirs() == ["fb-0ther1"]
+    finally:
+        sh(rig.enter() + ["rm", "-rf", "--", str(other)])

@@ -188,6 +188,14 @@ class SshTestbed(Testbed):
                                f"run of this tester (pid {owner.get('pid')}, run {tag}); wait "
                                f"for it to end")
             if state == "other":
+                shared = sorted(set(st.get("ports") or []) & {p.dut for p in self.tb.ports})
+                if shared:
+                    raise LabError(
+                        f"the DUT host {self.conn.name}: run {tag} of tester "
+                        f"{owner.get('hostname')} (pid {owner.get('pid')}) uses "
+                        f"{', '.join(shared)} too; if that run is over, remove "
+                        f"{leftovers.run_dir(self.workdir, tag)} there (a run from this "
+                        f"tester would clean it up, fwdbench does not touch another's)")
                 self.others.append(f"run {tag} of tester {owner.get('hostname')} (pid "
                                    f"{owner.get('pid')}) has files in "
                                    f"{leftovers.run_dir(self.workdir, tag)}; it may still "
