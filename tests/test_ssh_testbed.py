@@ -567,8 +567,9 @@ params = { mode = "bridge" }
         assert d["dut_host"] == "dut-rig-sudo" and d["prefix"] == inst.prefix
         assert d["build"] == inst.version and d["version"]
     assert rig.dut_state() == before and rig.run_dirs() == []
-    assert not [f for f in os.listdir("/dev/shm") if f.startswith("fb-")
-                and "-vpp" in f], "VPP's shared memory was left"
+    run_id = host_record(db)["testbed"]["run_id"]      # this run's, not a lab's meanwhile
+    assert not [f for f in os.listdir("/dev/shm") if f.startswith(f"fb-{run_id}-")], \
+        "VPP's shared memory was left"
 
 
 # --- another tester's run on the same DUT host -------------------------------------------------
