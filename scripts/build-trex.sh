@@ -82,10 +82,11 @@ tmp="$prefix.tmp"
 rm -rf "$tmp"
 mkdir -p "$tmp"
 cp -a "$src/scripts/." "$tmp/"
-for f in "$tmp/$target" "$tmp"/so/x86_64/libbpf-64.so; do
-    if [ -L "$f" ]; then cp --remove-destination -L "$(readlink -f "$f")" "$f"; fi
+for f in "$target" so/x86_64/libbpf-64.so; do          # links into the build tree
+    cp --remove-destination -L "$src/scripts/$f" "$tmp/$f"
 done
-find "$tmp" -xtype l -delete               # links to variants that were not built
+strip "$tmp/$target"                       # as TRex's release package has it
+find "$tmp" -xtype l -delete               # links to what was not built (BIRD, variants)
 [ -x "$tmp/$target" ] || { echo "build-trex: $target was not built (see $log)" >&2; exit 1; }
 mv "$tmp" "$prefix"
 
