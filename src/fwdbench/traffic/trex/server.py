@@ -91,7 +91,8 @@ class TrexServer:
                 notes.append(f"the TRex server did not stop within {STOP_TIMEOUT_S:g} s of "
                              "SIGINT: killed")
         if proc is not None:
-            # the wrapper may be gone while _t-rex-64 still runs: the whole group goes
+            # the wrapper may be gone while _t-rex-64 still runs: the whole group goes,
+            # and is waited for (a killed _t-rex-64 takes a moment to exit)
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -100,6 +101,11 @@ class TrexServer:
                 proc.wait(5)
             except subprocess.TimeoutExpired:
                 notes.append("the TRex wrapper did not exit after SIGKILL")
+            deadline = time.monotonic() + 5
+            while _group_exists(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if _group_exists(proc.pid):
+                notes.append(f"TRex's process group {proc.pid} still exists after SIGKILL")
         notes += self.remove_leftovers()
         return notes
 
@@ -128,6 +134,16 @@ class TrexServer:
             except OSError:
                 pass
         return notes
+
+
+def _group_exists(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def wait_answering(server: TrexServer | None, attempt, timeout_s: float) -> dict:
