@@ -19,10 +19,12 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -412,3 +414,50 @@ def test_campaign_resumes_after_the_server_died_mid_run(trex_install, tmp_path):
     assert loads == [5000, 6000, 7000, 8000]
     # nothing of either run is left: no lab namespace, no TRex
     assert not set(os.listdir("/run/netns")) - others
+
+
+def test_through_a_user_space_dut_trex_counts_equal_the_dut_own(trex_install):
+    """vfwd (AF_XDP) through the campaign path (testbed, trial routine): TRex's tx
+    and rx are exactly what vfwd counted in and out."""
+    from fwdbench.campaign import build_campaign
+    from fwdbench.testbed.netns import NetnsTestbed
+    c = build_campaign({
+        "campaign": {"name": "t"}, "testbed": {"type": "netns"},
+        "trial": {"duration": "2s", "warmup": "0s"}, "generator": {"type": "trex"},
+        "dut": [{"name": "v", "type": "vfwd", "params": {"mode": "router"}}],
+        "profile": [{"name": "p", "flows": 16, "vary": ["src_ip"]}],
+        "search": {"type": "sweep", "loads": [20000]}}, "test")
+    with NetnsTestbed(c) as tb, tb.scenario(c.scenarios[0]) as (execute, _d):
+        assert tb.describe()["generator"]["generator"] == "trex"
+        r = execute(20_000, 2.0, 0, False)
+    (s,) = r.streams
+    assert not s.tx_limited, r.warnings
+    dc = r.dut_counters
+    assert s.tx_packets == dc["dut0_rx_packets"] == dc["vfwd_port_input_packets"]
+    assert s.rx_packets == dc["dut1_tx_packets"] == dc["vfwd_port_output_packets"]
+
+
+def test_attach_to_a_running_server_checks_its_version_and_leaves_it_running(plain_lab,
+                                                                           trex_install):
+    from fwdbench.traffic.trex.server import TrexServer
+    probe = TrexGenerator({}, plain_lab.tester_host())
+    workdir = tempfile.mkdtemp(prefix="trex-attach-")
+    server = TrexServer(plain_lab.tester_host(), trex_install, probe._cfg(), workdir)
+    server.start()
+    try:
+        gen = TrexGenerator({"host": "127.0.0.1", "start_timeout": 60},
+                            plain_lab.tester_host())
+        info = gen.check()
+        try:
+            assert info["server"] == "attached" and info["trex_version"] == trex_install.version
+            assert not info["counts_checked_against_kernel"]
+            r = gen.run(TrialRequest(profile=Profile(name="p"), trial=TrialSettings(warmup=0),
+                                     load_pps=5000, duration_s=1.0))
+            assert r.streams[0].tx_packets >= 5000 and "checks" in r.raw
+        finally:
+            gen.close()
+        assert server.alive()           # not ours to stop
+    finally:
+        server.stop()
+    assert plain_lab.tg_exec.pids() == []
+    shutil.rmtree(workdir)
