@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import shutil
 import signal
@@ -27,7 +26,6 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
