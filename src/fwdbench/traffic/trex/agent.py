@@ -88,6 +88,8 @@ class Agent:
         missing = [p for p in self.ports if p not in have]
         if missing:
             raise RuntimeError(f"the TRex server has ports {list(have)}, not {missing}")
+        # ports another user holds on an attached server are refused, not taken
+        self.c.acquire(ports=self.ports, force=False)
         self.c.reset(ports=self.ports)
         info = self.c.get_server_version()
         sysinfo = self.c.get_server_system_info()
