@@ -71,6 +71,15 @@ def trex_procs(ns: str) -> list[int]:
     return out
 
 
+def proc_state(pid: int) -> str | None:
+    """A process's state letter (R, S, Z, ...), None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
 def assert_nothing_left(lab: Lab, gen: TrexGenerator, prefix: str, workdir: str) -> None:
     """No process in the generator's namespace, no DPDK runtime files of the
     instance, no listening socket, no work directory."""
@@ -459,3 +468,21 @@ def test_attach_to_a_running_server_checks_its_version_and_leaves_it_running(pla
         server.stop()
     assert plain_lab.tg_exec.pids() == []
     shutil.rmtree(workdir)
+
+
+def test_a_run_that_never_closed_its_generator_leaves_nothing_after_lab_down(trex_install):
+    """As after a crash: the lab's teardown alone kills TRex in the namespace and
+    removes its DPDK runtime directory (lab/cleanup.py)."""
+    lab = Lab.up(lab_config())
+    try:
+        gen = TrexGenerator({}, lab.tester_host())
+        gen.check()
+        prefix = gen._cfg().prefix
+        pids = trex_procs(lab.tg_ns)
+        assert pids and os.path.exists(f"/var/run/dpdk/{prefix}")
+    finally:
+        lab.down()
+    assert not os.path.exists(f"/var/run/dpdk/{prefix}")
+    # gone, or dead and waiting for init to reap it (a zombie holds nothing)
+    assert all(proc_state(p) in (None, "Z") for p in pids)
+    gen.close()         # what the generator still holds is gone already: a no-op

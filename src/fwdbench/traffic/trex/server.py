@@ -137,13 +137,20 @@ class TrexServer:
 
 
 def _group_exists(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """A live (not zombie) process is in group ``pgid``. Killed members orphaned
+    to init stay zombies until init reaps them, which it may do late; they hold
+    nothing any more."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
 
 
 def wait_answering(server: TrexServer | None, attempt, timeout_s: float) -> dict:
