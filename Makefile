@@ -66,7 +66,7 @@ vpp: $(STAMP)/apt
 
 # Cisco TRex (the trex generator): one on $PATH (t-rex-64) or already built in
 # $(FWDBENCH_OPT)/trex-* is used as it is; with TREX_SRC and none, build its server
-# once (about 30 min on 2 cores; cached by version and tarball checksum); else say how
+# once (7-25 min on 2 cores; cached by version and tarball checksum); else say how
 trex: $(STAMP)/apt
 	@if [ -n "$(TREX_SRC)" ] && ! command -v t-rex-64 >/dev/null 2>&1; then \
 	    scripts/build-trex.sh "$(TREX_SRC)"; \

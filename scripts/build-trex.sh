@@ -44,7 +44,7 @@ fi
 
 src="$opt/build/trex-$version-src"
 log="$opt/build/trex-$version-build.log"
-echo "building TRex $version from $tarball into $prefix (once; about 30 min on 2 cores)"
+echo "building TRex $version from $tarball into $prefix (once; 7-25 min on 2 cores)"
 # the source and build trees are kept, so a rerun after a failure continues
 # where waf stopped; another tarball starts from scratch
 if ! [ -f "$src/.sha256" ] || [ "$(cat "$src/.sha256")" != "$sum" ]; then
