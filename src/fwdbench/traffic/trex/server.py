@@ -137,9 +137,9 @@ class TrexServer:
 
 
 def _group_exists(pgid: int) -> bool:
-    """A live (not zombie) process is in group ``pgid``. Killed members orphaned
-    to init stay zombies until init reaps them, which it may do late; they hold
-    nothing any more."""
+    """A live process is in group ``pgid``. Killed members orphaned to init stay
+    zombies until init reaps them, which it may do late; a zombie whose threads
+    have all exited holds nothing any more."""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -148,8 +148,24 @@ def _group_exists(pgid: int) -> bool:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
+        if int(fields[2]) == pgid and (fields[0] != "Z" or _threads_left(d)):
             return True
+    return False
+
+
+def _threads_left(pid: str) -> bool:
+    """A zombie group leader whose other threads still exit (and hold its files)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for t in tids:
+        try:
+            with open(f"/proc/{pid}/task/{t}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                    return True
+        except OSError:
+            continue
     return False
 
 
