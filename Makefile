@@ -3,9 +3,12 @@
 #   make test   - set up, run every test (C unit tests, ASan/UBSan, pytest incl. root/netns)
 # VPP_SRC=<FD.io VPP release tarball> also builds VPP once into $(FWDBENCH_OPT)/vpp-<version>
 # (scripts/build-vpp.sh) unless a VPP is installed; later runs reuse it.
+# TREX_SRC=<Cisco TRex source tarball> likewise builds TRex's server once into
+# $(FWDBENCH_OPT)/trex-<version> (scripts/build-trex.sh) for the trex generator.
 
 PYTHON      ?= /usr/bin/python3
 VPP_SRC     ?=
+TREX_SRC    ?=
 FWDBENCH_OPT ?= /opt/fwdbench
 export FWDBENCH_OPT
 VENV        := .venv
@@ -20,11 +23,11 @@ APT_PACKAGES := build-essential clang libclang-rt-dev llvm libbpf-dev libxdp-dev
 VPP_BUILD_PACKAGES := cmake ninja-build python3-ply libssl-dev libnuma-dev libunwind-dev uuid-dev \
                 libiberty-dev
 
-.PHONY: all setup deps venv native vpp demo test test-native test-python bench clean distclean
+.PHONY: all setup deps venv native vpp trex demo test test-native test-python bench clean distclean
 
 all: setup
 
-setup: deps venv native vpp
+setup: deps venv native vpp trex
 
 deps: $(STAMP)/apt
 $(STAMP)/apt: Makefile
@@ -62,6 +65,16 @@ vpp: $(STAMP)/apt
 	    scripts/build-vpp.sh "$(VPP_SRC)"; \
 	elif ! command -v vpp >/dev/null 2>&1 && ! ls -d $(FWDBENCH_OPT)/vpp-*/bin/vpp >/dev/null 2>&1; then \
 	    echo "VPP not installed: the VPP DUT is unavailable (install FD.io's vpp packages, or make ... VPP_SRC=<vpp release tarball>)"; \
+	fi
+
+# Cisco TRex (the trex generator): one on $PATH (t-rex-64) or already built in
+# $(FWDBENCH_OPT)/trex-* is used as it is; with TREX_SRC and none, build its server
+# once (7-25 min on 2 cores; cached by version and tarball checksum); else say how
+trex: $(STAMP)/apt
+	@if [ -n "$(TREX_SRC)" ] && ! command -v t-rex-64 >/dev/null 2>&1; then \
+	    scripts/build-trex.sh "$(TREX_SRC)"; \
+	elif ! command -v t-rex-64 >/dev/null 2>&1 && ! ls $(FWDBENCH_OPT)/trex-*/t-rex-64 >/dev/null 2>&1; then \
+	    echo "TRex not installed: the trex generator is unavailable (make ... TREX_SRC=<trex source tarball>, or [generator] trex_prefix = <TRex release folder>)"; \
 	fi
 
 demo: setup

@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from fwdbench.analysis.stats import summarize  # noqa: E402
 from fwdbench.campaign import build_campaign  # noqa: E402
+from fwdbench.errors import FwdbenchError  # noqa: E402
 from fwdbench.testbed.netns import NetnsTestbed  # noqa: E402
 
 PEERS = [
@@ -129,27 +130,36 @@ def main() -> int:
     # Rounds, not one peer after the other: this shared VM's speed drifts by
     # tens of percent within minutes, which would otherwise be read as a
     # difference between data planes.
+    failed: dict[str, list[str]] = {p[0]: [] for p in peers}
     for _round in range(args.trials):
         for label, dut, rxq in peers:
             c = campaign(dut, rxq, loads)
-            with NetnsTestbed(c) as tb, tb.scenario(c.scenarios[0]) as (execute, _d):
-                execute(1.0, loads[0], 0, False)        # warm-up, discarded
-                row, best = [], None
-                for load in loads:
-                    r = execute(args.seconds, load, 1, False)
-                    row.append(r.rx_packets / args.seconds / 1e6)
-                    if best is None or row[-1] >= best[0]:
-                        cpu = (r.meters.get("cpu") or {}).get("per_cpu", {}).get(
-                            str(tb.lab.dut_cpu), {})
-                        best = (row[-1], r.tx_packets / args.seconds / 1e6,
-                                cpu.get("busy", float("nan")), r.generator_limited)
-                fwd[label].append(row)
-                tx[label].append(best[1])
-                busy[label].append(best[2])
-                limited[label].append(best[3])
-                ingress[label] = tb.lab.dut_ingress if rxq != "memif" else "memif"
+            try:
+                with NetnsTestbed(c) as tb, tb.scenario(c.scenarios[0]) as (execute, _d):
+                    execute(1.0, loads[0], 0, False)        # warm-up, discarded
+                    row, best = [], None
+                    for load in loads:
+                        r = execute(args.seconds, load, 1, False)
+                        row.append(r.rx_packets / args.seconds / 1e6)
+                        if best is None or row[-1] >= best[0]:
+                            cpu = (r.meters.get("cpu") or {}).get("per_cpu", {}).get(
+                                str(tb.lab.dut_cpu), {})
+                            best = (row[-1], r.tx_packets / args.seconds / 1e6,
+                                    cpu.get("busy", float("nan")), r.generator_limited)
+                    ingress[label] = tb.lab.dut_ingress if rxq != "memif" else "memif"
+            except FwdbenchError as e:       # one peer's failure is its round's, not the run's
+                failed[label].append(str(e).splitlines()[0][:200])
+                print(f"  round {_round + 1}: {label} failed: {failed[label][-1]}", flush=True)
+                continue
+            fwd[label].append(row)
+            tx[label].append(best[1])
+            busy[label].append(best[2])
+            limited[label].append(best[3])
     med = statistics.median
     for label, _dut, _rxq in peers:
+        if not fwd[label]:
+            print(f"  {label:30s} failed in every round: {failed[label][0]}")
+            continue
         peak = [max(row) for row in fwd[label]]
         per_load = ", ".join(f"{load / 1e6:.2f}: {med(row[i] for row in fwd[label]):.3f}"
                              for i, load in enumerate(loads))
@@ -175,6 +185,10 @@ def print_memif_verdicts(peaks: dict[str, list[float]], paths: dict[str, str],
         if not mine or not others:
             continue
         v = mine[0]
+        others = [o for o in others if len(peaks[o]) == len(peaks[v])]
+        if not others or not peaks[v]:
+            print(f"  {path}: no round where vfwd and a peer both ran: no verdict")
+            continue
         ratios = [peaks[v][i] / max(peaks[o][i] for o in others)
                   for i in range(len(peaks[v]))]
         print(f"  {path}: {v} / best of {', '.join(others)}, per round: median "

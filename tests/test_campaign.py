@@ -165,7 +165,7 @@ def test_generator_table_names_type_and_settings():
     c = build_campaign(raw, "c.toml")
     assert (c.generator_type, c.generator_settings) == ("fwdgen", {})
     raw["generator"] = {"type": "ixia"}
-    assert "c.toml: generator.type: 'ixia' is not a generator (fwdgen)" in err(raw)
+    assert "c.toml: generator.type: 'ixia' is not a generator (fwdgen, trex)" in err(raw)
     raw["generator"] = {"type": "fwdgen", "speed": 3}
     assert "c.toml: generator.speed: unknown setting of generator 'fwdgen'" in err(raw)
     sim = base()

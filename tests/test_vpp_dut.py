@@ -475,3 +475,16 @@ def test_more_workers_than_the_labs_dut_cpus_is_a_campaign_error():
         build_campaign(raw, "w.toml")
     raw["dut"][0]["params"]["workers"] = 1
     assert build_campaign(raw, "w.toml").scenarios[0].dut.params["workers"] == 1
+
+
+def test_a_generator_without_memif_keeps_the_testbeds_memif_duts_on_veth():
+    from fwdbench.campaign import build_campaign
+    raw = {"campaign": {"name": "t"}, "testbed": {"type": "netns", "link": "memif"},
+           "generator": {"type": "trex"},
+           "dut": [{"name": "v", "type": "vfwd"}],
+           "profile": [{"name": "p"}], "search": {"type": "sweep", "loads": ["1kpps"]}}
+    assert build_campaign(raw, "t.toml").scenarios[0].dut.link == "veth"
+    raw["dut"][0]["link"] = "memif"
+    with pytest.raises(CampaignError, match=r"dut\[0\].link: 'memif': this campaign's generator "
+                                            r"has veth ports only"):
+        build_campaign(raw, "t.toml")

@@ -475,7 +475,7 @@ def build_campaign(raw: dict[str, Any], path: str = "<campaign>", text: str = ""
     parse_energy_settings(cf.energy, file=path)
     gen_type, gen_settings = _generator(cf, path)
     warnings: list[str] = []
-    scenarios = expand(cf, path, warnings)
+    scenarios = expand(cf, path, warnings, generator_links=_generator_links(gen_type))
     return Campaign(path=path, text=text, file=cf, scenarios=scenarios,
                     generator_type=gen_type, generator_settings=gen_settings,
                     warnings=warnings)
@@ -578,7 +578,13 @@ def _axes(cf: CampaignFile, path: str) -> list[tuple[str, list[Any]]]:
     return axes
 
 
-def expand(cf: CampaignFile, path: str, warnings: list[str] | None = None) -> list[Scenario]:
+def _generator_links(kind: str) -> tuple[str, ...]:
+    from .traffic import GENERATORS
+    return getattr(GENERATORS[kind], "links", ("veth",))
+
+
+def expand(cf: CampaignFile, path: str, warnings: list[str] | None = None,
+           generator_links: tuple[str, ...] = ("veth", "memif")) -> list[Scenario]:
     from .dut import load_drivers
     from .search_config import validate_search
 
@@ -645,7 +651,8 @@ def expand(cf: CampaignFile, path: str, warnings: list[str] | None = None) -> li
                                 f"{'sim' if dspec.type == 'sim' else 'netns or ssh'}")
         di = [d.name for d in cf.dut].index(dspec.name)
         explicit_link = dspec.link is not None
-        dspec.link = _link(cf, dspec, drivers[dspec.type], f"{tag}: dut[{di}].link")
+        dspec.link = _link(cf, dspec, drivers[dspec.type], f"{tag}: dut[{di}].link",
+                           generator_links)
         try:
             dspec.params = drivers[dspec.type].validate(dspec.params, f"dut[{di}].params")
             # the netns lab gives the DUT one CPU (testbed.dut_cpu), ssh its dut_cpus
@@ -698,9 +705,10 @@ def _cap_pps(max_load: Any, frame_size: Any) -> float:
         return math.inf
 
 
-def _link(cf: CampaignFile, dspec: DutSpec, driver, where: str) -> str | None:
-    """The DUT's link in the lab: its own, else the testbed's where the driver can use
-    it, else veth (None on the sim testbed, which has no links)."""
+def _link(cf: CampaignFile, dspec: DutSpec, driver, where: str,
+          generator_links: tuple[str, ...] = ("veth", "memif")) -> str | None:
+    """The DUT's link in the lab: its own, else the testbed's where the driver and
+    the generator can use it, else veth (None on the sim testbed, which has no links)."""
     if cf.testbed.type == "sim":
         if dspec.link is not None:
             raise CampaignError(f"{where}: the sim testbed has no links; remove it")
@@ -712,10 +720,14 @@ def _link(cf: CampaignFile, dspec: DutSpec, driver, where: str) -> str | None:
                                 f"through the DUT host's ports (remove it)")
         return "veth"
     if dspec.link is None:
-        return cf.testbed.link if cf.testbed.link in driver.links else "veth"
+        link = cf.testbed.link
+        return link if link in driver.links and link in generator_links else "veth"
     if dspec.link not in driver.links:
         raise CampaignError(f"{where}: {dspec.link!r}: the {dspec.type} DUT runs on "
                             f"{', '.join(driver.links)} only")
+    if dspec.link not in generator_links:
+        raise CampaignError(f"{where}: {dspec.link!r}: this campaign's generator has "
+                            f"{', '.join(generator_links)} ports only; use fwdgen for memif")
     return dspec.link
 
 

@@ -36,8 +36,10 @@ class StreamResult:
     tx_bytes: int             # L2 bytes without FCS
     rx_packets: int
     rx_bytes: int
-    reordered: int = 0
-    duplicated: int = 0
+    # None: not measured (the generator does not count it, e.g. TRex's load
+    # streams carry no sequence numbers); never read None as 0
+    reordered: int | None = 0
+    duplicated: int | None = 0
     achieved_tx_pps: float = 0.0   # [pps]
     tx_limited: bool = False
     latency: LatencySummary | None = None

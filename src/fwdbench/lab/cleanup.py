@@ -27,6 +27,8 @@ from ..errors import LabError
 from . import rt_throttling
 
 STATE_DIR = "/run/fwdbench"
+#: DPDK's runtime directories, one per --file-prefix
+DPDK_RUN_DIR = "/var/run/dpdk"
 RUN_ID_RE = re.compile(r"^[a-z0-9]{1,12}$")
 NS_RE = re.compile(r"^fb-([a-z0-9]{1,12})-(tg|dut)$")
 
@@ -181,10 +183,17 @@ def shm_prefix(run_id: str) -> str:
 
 
 def remove_run_files(run_id: str) -> None:
-    """The lab's directory and its /dev/shm files (data planes killed with the namespaces)."""
+    """The lab's directory, its /dev/shm files and DPDK runtime directories of its
+    processes' file prefixes (a TRex generator's; killed with the namespaces)."""
     import shutil
     shutil.rmtree(run_dir(run_id), ignore_errors=True)
     pre = shm_prefix(run_id)
+    try:
+        dpdk = [n for n in os.listdir(DPDK_RUN_DIR) if n.startswith(pre)]
+    except OSError:
+        dpdk = []
+    for n in dpdk:
+        shutil.rmtree(os.path.join(DPDK_RUN_DIR, n), ignore_errors=True)
     try:
         names = os.listdir("/dev/shm")
     except OSError:

@@ -343,7 +343,8 @@ class Lab:
         """The generator side of this lab: the tg namespace, its ports, the generator CPU."""
         from ..traffic.base import TesterHost
         return TesterHost(name=f"netns {self.tg_ns}", exec=self.tg_exec, ports=tuple(self.ports),
-                          cpus=(self.gen_cpu,))
+                          cpus=(self.gen_cpu,), run_dir=cleanup.run_dir(self.run_id),
+                          run_tag=cleanup.shm_prefix(self.run_id).rstrip("-"))
 
     def dut_host(self, link: str = "veth", memif_role: str = "slave") -> "NetnsDutHost":
         """The DUT side of this lab as DUT drivers see it (fwdbench.dut.host):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,9 @@ def _trial_row(sc: dict[str, Any], t, r: TrialResult) -> dict[str, Any]:
         "achieved_tx_pps": (sum(s.achieved_tx_pps for s in r.streams) / len(r.streams)
                             if r.streams else None),
         "generator_limited": r.generator_limited,
-        "reordered": sum(s.reordered for s in r.streams),
-        "duplicated": sum(s.duplicated for s in r.streams),
+        "generator": r.backend,
+        "reordered": _measured_sum(s.reordered for s in r.streams),
+        "duplicated": _measured_sum(s.duplicated for s in r.streams),
         "lat_min_ns": min(l.min_ns for l in lats) if lats else None,
         "lat_mean_ns": (sum(l.mean_ns for l in lats) / len(lats)) if lats else None,
         "lat_p50_ns": max(l.p50_ns for l in lats) if lats else None,
@@ -98,6 +100,23 @@ def _group_of(sc: dict[str, Any]) -> tuple[str, str]:
         parts.append(f"{k.split('.')[-1]}={v}")
     label = " · ".join(p for p in parts if p)
     return key, label
+
+
+def _generator_label(r: TrialResult) -> str:
+    """Which generator measured a trial, with its version and backend."""
+    raw, backend = r.raw or {}, r.backend or "?"
+    for name, key in (("TRex", "trex_version"), ("fwdgen", "fwdgen_version")):
+        prefix = name.lower()
+        if backend == prefix or backend.startswith(prefix + "-"):
+            how = backend[len(prefix) + 1:]
+            return f"{name} {raw.get(key) or '?'}" + (f" ({how})" if how else "")
+    return backend
+
+
+def _measured_sum(values: Iterable[int | None]) -> int | None:
+    """Sum of per-stream counts; None (not measured) if any stream did not count it."""
+    vals = list(values)
+    return None if any(v is None for v in vals) else sum(vals)
 
 
 def _dut_label(sc: dict[str, Any]) -> str:
@@ -147,6 +166,7 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
     trial_rows: list[dict[str, Any]] = []
     by_scen: dict[int, list[tuple[dict, TrialResult]]] = defaultdict(list)
     fwdgen_versions: set[str] = set()
+    generators: Counter[str] = Counter()
     pacers: Counter[str] = Counter()
     pacing: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for t in store.trials("done"):
@@ -158,6 +178,7 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
         v = (t.result.raw or {}).get("fwdgen_version")
         if v:
             fwdgen_versions.add(str(v))
+        generators[_generator_label(t.result)] += 1
         pacer, burst = _trial_pacing(t.result.raw or {})
         if pacer:
             pacers[pacer] += 1
@@ -218,7 +239,7 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
         repetitions=int(info.get("repetitions") or
                         max((len(s.repetitions) for s in scenarios), default=0)),
         trial_rows=trial_rows, result_rows=result_rows, simulated=tb.get("type") == "sim",
-        pacers=dict(pacers), pacing=dict(pacing))
+        pacers=dict(pacers), pacing=dict(pacing), generators=dict(generators))
     model.warnings = report_warnings(model)
     model.methodology = methodology_text(model)
     return model

@@ -270,6 +270,8 @@ class ReportModel:
     # fwdgen's pacer -> (frames sent together, us of traffic per burst) of each trial
     pacing: dict[str, list[tuple[int, float]]] = field(default_factory=dict, repr=False)
     result_rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    # which generator measured the trials: "TRex v3.08 (af_packet)" -> trials
+    generators: dict[str, int] = field(default_factory=dict)
 
     @property
     def energy_any(self) -> bool:

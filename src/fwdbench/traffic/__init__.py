@@ -11,9 +11,11 @@ from fwdbench.traffic.fwdgen import (
     parse_result,
     run_trial,
 )
+from fwdbench.traffic.trex import TrexGenerator
 
 GENERATORS: dict[str, type[Generator]] = {
     FwdgenGenerator.name: FwdgenGenerator,
+    TrexGenerator.name: TrexGenerator,
 }
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "FwdgenGenerator",
     "Generator",
     "TesterHost",
+    "TrexGenerator",
     "TrialRequest",
     "check",
     "find_binary",

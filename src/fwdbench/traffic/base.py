@@ -25,12 +25,18 @@ class TesterHost:
     """Where the generator runs: the lab's generator namespace, or a tester's own NICs.
 
     ``ports[i].tg`` is the tester's port of link i (name, MAC, addresses),
-    ``ports[i].dut`` the DUT port it faces; ``cpus`` are the generator's."""
+    ``ports[i].dut`` the DUT port it faces; ``cpus`` are the generator's.
+    ``run_dir``: a directory on the tester host removed with the run (also
+    after a crash; None: none), for a generator's config files, logs and
+    sockets; ``run_tag``: names of shared-memory files and the like start
+    with it, so a crashed run's are found too (as DutHost.run_tag)."""
     name: str
     exec: Executor
     ports: tuple[PortPair, ...]
     cpus: tuple[int, ...]
     facts: dict[str, Any] = field(default_factory=dict)
+    run_dir: str | None = None
+    run_tag: str = "fb-run"
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,9 @@ class Generator(ABC):
     """A traffic generator bound to a tester host for one campaign run."""
 
     name: ClassVar[str]
+    #: the lab links it can send on: veth (the tester's kernel ports) and memif
+    #: (TrialRequest.memif)
+    links: ClassVar[tuple[str, ...]] = ("veth",)
 
     def __init__(self, settings: dict[str, Any], tester: TesterHost):
         self.settings = dict(settings)

@@ -170,6 +170,7 @@ class FwdgenGenerator(Generator):
     run on the tester host through its executor, one process per trial."""
 
     name = "fwdgen"
+    links = ("veth", "memif")
 
     def check(self) -> dict[str, Any]:
         return check(self.tester.exec.ns)
