@@ -159,9 +159,14 @@ def test_executor_runs_argv_files_and_programs_on_the_dut_host(rig):
         assert "on dut-rig exited with 1" in str(e.value) and "nosuchdev" in str(e.value)
         # a program: its remote pid, tagged, stopped by a signal over the connection
         p = ex.popen(["sleep", "300"])
+        # the pid is published by the watchdog shell just before it execs the program
+        deadline = time.monotonic() + 10
+        while (Path(f"/proc/{p.pid}/comm").read_text().strip() != "sleep"
+               and time.monotonic() < deadline):
+            time.sleep(0.02)
+        assert Path(f"/proc/{p.pid}/comm").read_text().strip() == "sleep"
         environ = Path(f"/proc/{p.pid}/environ").read_bytes().split(b"\0")
         assert b"FWDBENCH_RUN=fb-unit1" in environ
-        assert Path(f"/proc/{p.pid}/comm").read_text().strip() == "sleep"
         p.send_signal(signal.SIGTERM)
         assert p.wait(10) is not None and not os.path.exists(f"/proc/{p.pid}")
         # a UNIX socket of the DUT host, through socat there
