@@ -465,6 +465,43 @@ def test_user_space_duts_forward_over_memif(dut):
     assert not os.path.exists(run_dir)
 
 
+@pytest.mark.root
+def test_testpmd_whose_memif_server_stops_answering_is_restarted_and_the_trial_runs_again(
+        monkeypatch):
+    """DPDK's memif server sometimes stops answering after a client left; provoked
+    here by stopping testpmd (SIGSTOP): the generator's handshake times out, the
+    driver restarts testpmd (a new process, its socket files replaced), the trial
+    runs again and says so."""
+    from fwdbench.campaign import build_campaign
+    from fwdbench.dut.testpmd import DpdkTestpmdDut
+    from fwdbench.testbed.netns import NetnsTestbed
+    seen = []
+    setup = DpdkTestpmdDut.setup
+    monkeypatch.setattr(DpdkTestpmdDut, "setup", lambda self, host: (seen.append(self),
+                                                                     setup(self, host))[1])
+    cpus = sorted(os.sched_getaffinity(0))
+    c = build_campaign({
+        "campaign": {"name": "memif"},
+        "testbed": {"type": "netns", "gen_cpu": cpus[0], "dut_cpu": cpus[-1], "link": "memif"},
+        "trial": {"duration": "0.5s", "warmup_trial": False},
+        "dut": [{"name": "d", "type": "testpmd", "params": {"mode": "io"}}],
+        "profile": [{"name": "p64", "frame_size": 64, "flows": 16}],
+        "search": {"type": "sweep", "loads": ["10kpps"]},
+    }, "memif.toml")
+    with NetnsTestbed(c) as tb, tb.scenario(c.scenarios[0]) as (execute, _record):
+        first = execute(0.5, 10_000, 0, False)
+        assert first.rx_packets == first.tx_packets > 0
+        (d,) = seen
+        old = d._proc.pid
+        os.kill(old, signal.SIGSTOP)
+        r = execute(0.5, 10_000, 1, False)
+        assert d._proc.pid != old and d.describe()["memif_restarts"] == 1
+        assert any(w.startswith("testpmd restarted: its memif server did not answer")
+                   for w in r.warnings), r.warnings
+        assert r.rx_packets == r.tx_packets > 0
+    assert not os.path.exists(f"/proc/{old}")
+
+
 def test_more_workers_than_the_labs_dut_cpus_is_a_campaign_error():
     from fwdbench.campaign import build_campaign
     raw = {"campaign": {"name": "w"}, "testbed": {"type": "netns"},

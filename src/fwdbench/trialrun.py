@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .errors import GeneratorError
 from .trial import TrialResult
 from .traffic.base import Generator, TrialRequest
 
@@ -70,14 +71,29 @@ def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict
         pids = driver.pids()
         if meters is not None:
             meters.start(pids=pids)
+        recovered = None
         try:
-            result = generator.run(arr.request)
+            try:
+                result = generator.run(arr.request)
+            except GeneratorError as e:
+                # a memif peer that stopped answering its control socket: the DUT may
+                # restart its side, once, and the trial runs again (recover_link)
+                recovered = driver.recover_link(str(e)) if arr.request.memif else None
+                if recovered is None:
+                    raise
+                if meters is not None:
+                    meters.abort()
+                    meters.start(pids=driver.pids())
+                before = driver.counters()
+                result = generator.run(arr.request)
         except BaseException:
             if meters is not None:
                 meters.abort()
             raise
+        if recovered:
+            result.warnings.append(recovered)
         if meters is not None:
-            result.meters = meters.stop(pids=pids, packets=result.rx_packets,
+            result.meters = meters.stop(pids=driver.pids() if recovered else pids, packets=result.rx_packets,
                                         window_s=duration_s)
         if idle:
             result.intended_load_pps = 0.0

@@ -68,6 +68,13 @@ class DutDriver(ABC):
         to revive); the trial routine adds them to the trial's warnings."""
         return []
 
+    def recover_link(self, reason: str) -> str | None:
+        """The generator could not meet this DUT on its memif link (``reason``: the
+        generator's error). A driver that can restore the link (restart its side)
+        does so and returns a warning for the trial, which is then run once more;
+        None: nothing to do, the trial fails with ``reason``."""
+        return None
+
     @abstractmethod
     def setup(self, host: "DutHost") -> None:
         """Configure the data plane on ``host`` (argv lists only, through host.exec)."""
