@@ -300,6 +300,16 @@ def dut_figures(gen: str, dut_name: str, rules: int, latency_load: float, cpus,
 
 # ---- output ---------------------------------------------------------------------------------
 
+def pressure() -> float | None:
+    """CPU pressure, some avg10 [%]: how much of the time runnable work waited
+    (other work on this shared host moves the figures more than anything here)."""
+    try:
+        first = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+        return float(first.split("avg10=")[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def interval(diffs: list[float]) -> str:
     if len(diffs) < 2:
         return "(one round: no interval)"
@@ -343,7 +353,7 @@ def main() -> int:
     t_start = time.monotonic()
     for i in range(args.rounds):
         order = GENERATORS if i % 2 == 0 else GENERATORS[::-1]
-        row: dict = {"rate": {}, "dut": {}}
+        row: dict = {"rate": {}, "dut": {}, "pressure": [pressure()]}
         for gen in order:
             if args.only != "search":
                 row["rate"][gen] = (max_rate_memif(gen, args.seconds, cpus, args.ring,
@@ -353,6 +363,7 @@ def main() -> int:
             if args.only != "rate":
                 row["dut"][gen] = dut_figures(gen, args.dut, args.rules, args.latency_load, cpus,
                                               args.link)
+        row["pressure"].append(pressure())
         rounds.append(row)
         print(f"round {i + 1}/{args.rounds} done ({time.monotonic() - t_start:.0f} s): "
               + json.dumps(row, default=lambda x: round(x, 1)), flush=True)
@@ -393,6 +404,10 @@ def main() -> int:
             lim = sum(r["dut"][g]["limited"] for r in rounds)
             n = sum(r["dut"][g]["trials"] for r in rounds)
             print(f"   {g}: {lim} of {n} search trials generator-limited")
+    press = [p for r in rounds for p in r["pressure"] if p is not None]
+    if press:
+        print(f"CPU pressure around the rounds (other work waiting for a CPU, avg10): "
+              f"{min(press):.0f}-{max(press):.0f} %")
     if args.json:
         Path(args.json).write_text(json.dumps(rounds, indent=1))
     return 0
