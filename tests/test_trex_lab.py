@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import sqlite3
 import subprocess
 import sys
@@ -419,8 +420,12 @@ def test_campaign_resumes_after_the_server_died_mid_run(trex_install, tmp_path):
         "SELECT intended_load_pps FROM trial WHERE status='done'"))
     con.close()
     assert loads == [5000, 6000, 7000, 8000]
-    # nothing of either run is left: no lab namespace, no TRex
-    assert not set(os.listdir("/run/netns")) - others
+    # nothing of either run is left: no lab namespace, no TRex (labs of other
+    # processes that came meanwhile are alive, not left over)
+    from fwdbench.lab.cleanup import list_labs
+    new = set(os.listdir("/run/netns")) - others
+    alive = {f"fb-{i.run_id}-{side}" for i in list_labs() if i.alive for side in ("tg", "dut")}
+    assert not new - alive
 
 
 def test_through_a_user_space_dut_trex_counts_equal_the_dut_own(trex_install):
@@ -486,3 +491,218 @@ def test_a_run_that_never_closed_its_generator_leaves_nothing_after_lab_down(tre
     # gone, or dead and waiting for init to reap it (a zombie holds nothing)
     assert all(proc_state(p) in (None, "Z") for p in pids)
     gen.close()         # what the generator still holds is gone already: a no-op
+
+
+# ---- the lab's memif link ---------------------------------------------------------------
+
+def memif_campaign(duts, duration="2s", **trial):
+    from fwdbench.campaign import build_campaign
+    cpus = sorted(os.sched_getaffinity(0))
+    return build_campaign({
+        "campaign": {"name": "trex-memif"},
+        "testbed": {"type": "netns", "gen_cpu": cpus[0], "dut_cpu": cpus[-1]},
+        "trial": {"duration": duration, "warmup": "0s", **trial},
+        "generator": {"type": "trex"},
+        "dut": [{"name": f"d{i}", **d} for i, d in enumerate(duts)],
+        "profile": [{"name": "p", "flows": 16, "vary": ["src_ip"]}],
+        "search": {"type": "sweep", "loads": [20000]}}, "test")
+
+
+def dpdk_leftovers(run_id: str) -> list[str]:
+    """DPDK runtime directories and shared memory of one lab's run, if any."""
+    pre = f"fb-{run_id}-"
+    found = [f"/dev/shm/{n}" for n in os.listdir("/dev/shm") if n.startswith(pre)]
+    if os.path.isdir("/var/run/dpdk"):
+        found += [f"/var/run/dpdk/{n}" for n in os.listdir("/var/run/dpdk") if n.startswith(pre)]
+    return found
+
+
+def dut_ports(dut_type: str, dc: dict) -> tuple[int, int, int]:
+    """(frames the DUT took in on port 0, sent out of port 1, dropped sending
+    on port 1: the generator's receive ring was full) from its own counters."""
+    if dut_type == "vfwd":
+        return dc["dut0_rx_packets"], dc["dut1_tx_packets"], dc.get("dut1_tx_dropped", 0)
+    return (dc["dut0.rx_packets"], dc["dut1.tx_packets"],
+            dc.get("vpp_err.memif2.0-tx/no_free_slots", 0))
+
+
+@pytest.mark.parametrize("dut_type", ["vfwd", "vpp"])
+def test_over_memif_trex_counts_equal_the_dut_own(trex_install, dut_type):
+    """A user-space DUT on the lab's memif link, the memif slave; TRex its master
+    (DPDK's memif PMD, server role) in the generator's namespace. TRex's tx is
+    what the DUT counted in, its rx what the DUT counted out, with and without
+    a latency stream; nothing of TRex is left after the run."""
+    from fwdbench.testbed.netns import NetnsTestbed
+    if dut_type == "vpp":
+        from test_vpp_dut import need_vpp
+        need_vpp()
+    c = memif_campaign([{"type": dut_type, "link": "memif", "params": {"mode": "router"}}])
+    sc = c.scenarios[0]
+    assert sc.dut.link == "memif"
+    with NetnsTestbed(c) as tb:
+        run_id, gen = tb.lab.run_id, tb.generator
+        assert tb.generator_info["memif"] is True
+        with tb.scenario(sc) as (execute, record):
+            r = execute(2.0, 20_000, 0, False)
+            lat = execute(2.0, 20_000, 1, True)
+            socks = [m["socket"] for m in record["memif"]]
+            assert [os.path.basename(s) for s in socks] == ["tg0.sock", "tg1.sock"]
+            assert all(stat.S_ISSOCK(os.stat(s).st_mode) for s in socks)
+            cfg = gen.info["links"]["memif"]["trex_cfg"]
+            assert f"net_memif0,role=server,socket={socks[0]},socket-abstract=no" in cfg
+            assert [p["driver"] for p in gen.info["links"]["memif"]["ports"]] == \
+                ["net_memif", "net_memif"]
+            pids = trex_procs(tb.lab.tg_ns)
+            assert pids
+        prefix = gen.server.cfg.prefix
+    for trial in (r, lat):
+        assert trial.backend == "trex-memif" and trial.raw["link"] == "memif"
+        assert trial.raw["memif"][0]["trex_role"] == "master"
+        dut_in, dut_out, dut_dropped = dut_ports(dut_type, trial.dut_counters)
+        ch = trial.raw["checks"]
+        # every frame TRex's memif driver put into the ring, the DUT took in; every
+        # frame the DUT sent, TRex counted in (load and latency streams together)
+        assert ch["port0"]["trex_opackets"] == dut_in
+        assert ch["port1"]["trex_ipackets"] == dut_out
+        (s,) = trial.streams
+        # TRex's drops at a full ring are flagged and not sent (below); how many
+        # there are depends on how long the DUT's CPU was away (a shared host)
+        assert s.tx_packets >= 0.9 * s.intended_packets, trial.warnings
+        # frames lost on the way are the DUT's own drops and those it could not
+        # put into TRex's full receive ring (none of a router's own here)
+        assert dut_in - dut_out == trial.dut_counters.get("vfwd_drops_total", 0) + dut_dropped
+    assert r.raw["server_started_for_trial"] and not lat.raw["server_started_for_trial"]
+    (s,) = r.streams
+    # the load alone: what TRex counted but its driver never put into the ring
+    # (a full ring in low_end mode) is not sent; the rest the DUT took in
+    assert s.tx_packets + r.raw["checks"]["port0"]["not_sent"] == \
+        r.raw["checks"]["port0"]["trex_tx"]
+    assert s.tx_packets == r.dut_counters["vfwd_port_input_packets" if dut_type == "vfwd"
+                                          else "vpp_node.memif-input.vectors"]
+    ls = lat.streams[0].latency
+    rec = lat.raw["latency_streams"]["100"]
+    assert ls is not None and ls.samples == rec["rx"] > 0.9 * 9000 * 2
+    assert 0 < ls.min_ns <= ls.p50_ns <= ls.p99_ns <= ls.max_ns
+    assert rec["err_cntrs"]["dup"] == 0 and rec["err_cntrs"]["out_of_order"] == 0
+    # the run is over: no TRex, no socket, no DPDK runtime file, no lab directory
+    assert all(proc_state(p) in (None, "Z") for p in pids)
+    assert not os.path.exists(os.path.dirname(socks[0]))
+    assert not os.path.exists(f"/var/run/dpdk/{prefix}") and not dpdk_leftovers(run_id)
+
+
+def test_the_server_follows_the_link_from_scenario_to_scenario(trex_install):
+    """vfwd (memif slave), a second vfwd (a new process reconnects to the same
+    TRex), testpmd (the memif master: TRex restarts as its client), a second
+    testpmd (TRex's client reconnects through a fresh server), the Linux router
+    (veth: af_packet ports again), vfwd again: every trial forwards every frame
+    TRex sent, on the right ports."""
+    from fwdbench.testbed.netns import NetnsTestbed
+    duts = [{"type": "vfwd", "link": "memif", "params": {"mode": "router"}},
+            {"type": "vfwd", "link": "memif", "params": {"mode": "xconnect"}},
+            {"type": "testpmd", "link": "memif", "params": {"mode": "mac"}},
+            {"type": "testpmd", "link": "memif", "params": {"mode": "io"}},
+            {"type": "linux", "params": {"mode": "router"}},
+            {"type": "vfwd", "link": "memif", "params": {"mode": "router"}}]
+    c = memif_campaign(duts, duration="1s")
+    seen = []
+    with NetnsTestbed(c) as tb:
+        gen = tb.generator
+        for sc in c.scenarios:
+            with tb.scenario(sc) as (execute, record):
+                before = gen.servers_started
+                r = execute(1.0, 20_000, 0, False)
+                (s,) = r.streams
+                seen.append((sc.dut.type, r.backend, gen.servers_started - before,
+                             r.raw["memif"][0]["trex_role"] if "memif" in r.raw else None))
+                assert s.intended_packets >= s.tx_packets >= s.rx_packets >= \
+                    0.9 * s.intended_packets, (sc.name, r.warnings)
+                if sc.dut.type == "testpmd":
+                    assert os.path.basename(record["memif"][0]["socket"]) == "dut0.sock"
+    assert seen == [("vfwd", "trex-memif", 1, "master"), ("vfwd", "trex-memif", 0, "master"),
+                    ("testpmd", "trex-memif", 1, "slave"), ("testpmd", "trex-memif", 1, "slave"),
+                    ("linux", "trex-af_packet", 1, None), ("vfwd", "trex-memif", 1, "master")]
+
+
+@pytest.mark.parametrize("dut_role", ["slave", "master"])
+def test_a_memif_peer_that_never_connects_names_the_side_and_the_socket(plain_lab, dut_role):
+    """No DUT on the memif link: with TRex the master, its sockets wait for a slave
+    that never comes; with TRex the slave, the DUT's socket is never there. The
+    trial fails after memif_timeout saying which; nothing is left behind."""
+    gen = TrexGenerator({"memif_timeout": 3}, plain_lab.tester_host())
+    gen.check()
+    prefix, workdir = gen._cfg().prefix, gen.workdir
+    links = plain_lab.memif_links(dut_role)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(GeneratorError) as e:
+            gen.run(TrialRequest(profile=Profile(name="p"), trial=TrialSettings(warmup=0),
+                                 load_pps=1000, duration_s=0.5, memif=links))
+        took = time.monotonic() - t0
+        msg = str(e.value)
+        if dut_role == "slave":
+            assert f"memif port 0 ({links[0].socket}) not connected after 3 s" in msg
+            assert "TRex is the master" in msg and "never connected" in msg
+            assert "(ports [0, 1] are down)" in msg
+        else:
+            assert f"no socket at {links[0].socket} after 3 s" in msg
+            assert "the DUT is the master" in msg
+        assert took < 3 + 30, took
+    finally:
+        gen.close()
+    assert_nothing_left(plain_lab, gen, prefix, workdir)
+    assert os.listdir(os.path.dirname(links[0].socket)) == []
+
+
+CRASH_CHILD = r"""
+import json, sys, time
+from fwdbench.campaign import build_campaign
+from fwdbench.testbed.netns import NetnsTestbed
+c = build_campaign(json.loads(sys.argv[1]), "crash")
+tb = NetnsTestbed(c).__enter__()
+cm = tb.scenario(c.scenarios[0])
+execute, record = cm.__enter__()
+r = execute(0.5, 5000, 0, False)
+print(json.dumps({"run_id": tb.lab.run_id, "tx": r.tx_packets, "rx": r.rx_packets,
+                  "prefix": tb.generator.server.cfg.prefix,
+                  "sockets": [m["socket"] for m in record["memif"]],
+                  "pids": tb.generator.server.proc.pid}), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_run_on_memif_leaves_nothing_after_lab_down_all(trex_install):
+    """A run killed mid-scenario (SIGKILL: no clean-up of its own) with TRex on the
+    memif link and vfwd connected: `fwdbench lab down --all` leaves no TRex, no
+    DUT, no socket, no DPDK runtime file or shared memory of the run."""
+    cpus = sorted(os.sched_getaffinity(0))
+    raw = {"campaign": {"name": "crash"},
+           "testbed": {"type": "netns", "gen_cpu": cpus[0], "dut_cpu": cpus[-1]},
+           "trial": {"duration": "1s", "warmup": "0s"}, "generator": {"type": "trex"},
+           "dut": [{"name": "v", "type": "vfwd", "link": "memif",
+                    "params": {"mode": "router"}}],
+           "profile": [{"name": "p"}], "search": {"type": "sweep", "loads": [5000]}}
+    child = subprocess.Popen([sys.executable, "-c", CRASH_CHILD, json.dumps(raw)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline()
+        assert line, child.stderr.read() if child.poll() is not None else "no output"
+        info = json.loads(line)
+        rid = info["run_id"]
+        assert info["tx"] >= 2500 and info["rx"] == info["tx"]
+        procs = trex_procs(f"fb-{rid}-tg") + ns_pids(f"fb-{rid}-dut")
+        assert procs and all(os.path.exists(s) for s in info["sockets"])
+        assert os.path.exists(f"/var/run/dpdk/{info['prefix']}")
+        child.kill()
+        child.wait(10)
+        down = subprocess.run([sys.executable, "-m", "fwdbench.cli", "lab", "down", "--all"],
+                              capture_output=True, text=True, timeout=120)
+        assert down.returncode == 0, down.stderr
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    assert not os.path.exists(f"/run/netns/fb-{rid}-tg")
+    assert all(proc_state(p) in (None, "Z") for p in procs)
+    assert not any(os.path.exists(s) for s in info["sockets"])
+    assert not os.path.exists(f"/run/fwdbench/{rid}.d")
+    assert not dpdk_leftovers(rid)

@@ -10,7 +10,8 @@ from fwdbench.errors import CampaignError, GeneratorError
 from fwdbench.lab.addressing import PORTS
 from fwdbench.lab.executor import Executor
 from fwdbench.traffic import GENERATORS, TrialRequest, base
-from fwdbench.traffic.trex.config import CfgPort, TrexCfg
+from fwdbench.dut.host import MemifLink
+from fwdbench.traffic.trex.config import CfgPort, TrexCfg, memif_device
 from fwdbench.traffic.trex.plan import build_plan, flow_vars
 
 
@@ -58,6 +59,25 @@ def test_config_platform_with_three_cpus_or_more():
 def test_config_refuses_what_would_break_it(kw, words):
     with pytest.raises(GeneratorError, match=words):
         cfg(**kw)
+
+
+def test_memif_ports_are_dpdk_memif_vdevs_in_the_role_the_dut_leaves():
+    slave_dut = MemifLink(socket="/run/fwdbench/ab12.d/memif/tg0.sock", id=0, role="slave")
+    master_dut = MemifLink(socket="/run/fwdbench/ab12.d/memif/dut1.sock", id=3, role="master")
+    a = memif_device(0, slave_dut, "02:fb:00:00:00:01")
+    b = memif_device(1, master_dut, "02:fb:00:00:00:02")
+    # DPDK's role names (TRex 3.08's DPDK calls master/slave deprecated); a path, not
+    # DPDK's default abstract socket name
+    assert a == ("--vdev=net_memif0,role=server,socket=/run/fwdbench/ab12.d/memif/tg0.sock,"
+                 "socket-abstract=no,id=0,mac=02:fb:00:00:00:01")
+    assert b.startswith("--vdev=net_memif1,role=client,socket=/run/fwdbench/ab12.d/memif/"
+                        "dut1.sock,") and ",id=3," in b
+    text = cfg(ports=(CfgPort(a, "02:fb:00:00:00:01", "02:fb:00:00:01:01"),
+                      CfgPort(b, "02:fb:00:00:00:02", "02:fb:00:00:01:02"))).render()
+    assert f"interfaces: ['{a}', '{b}']" in text
+    for bad in ("/run/x,role=client/tg0.sock", "relative.sock", "/run/" + "x" * 120):
+        with pytest.raises(GeneratorError, match="memif socket"):
+            memif_device(0, MemifLink(socket=bad), "02:fb:00:00:00:01")
 
 
 def test_unidirectional_single_flow_is_one_counted_stream():

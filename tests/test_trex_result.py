@@ -91,6 +91,26 @@ def test_frames_trex_counted_but_the_kernel_never_took_are_not_sent():
     assert not parse(a, smap, plan, kernel=False).streams[0].tx_limited
 
 
+def test_without_kernel_ports_frames_the_port_driver_never_sent_are_not_sent():
+    """memif: TRex's low_end mode drops frames at a full ring and still counts
+    them per stream; the port's own driver count (opackets) is what the DUT got."""
+    answer, smap, plan = recorded("uni64-latency")
+    a = copy.deepcopy(answer)
+    assert parse(a, smap, plan, kernel=False).raw["checks"]["port0"]["not_sent"] == 0
+    a["stats"]["0"]["opackets"] -= 300
+    r = parse(a, smap, plan, kernel=False)
+    (s,) = r.streams
+    load_tx = answer["stats"]["flow_stats"]["1"]["tx_pkts"]["0"]
+    lat_tx = answer["stats"]["flow_stats"]["100"]["tx_pkts"]["0"]
+    assert s.tx_packets == load_tx - round(300 * load_tx / (load_tx + lat_tx))
+    assert r.raw["checks"]["port0"]["not_sent"] == 300
+    assert s.tx_limited            # 300 of 20000 intended: above 0.5 %
+    assert any("its port driver sent" in w and "full transmit queue" in w for w in r.warnings)
+    a["stats"]["0"]["opackets"] += 290                   # 10 short: noted, not limiting
+    r = parse(a, smap, plan, kernel=False)
+    assert not r.streams[0].tx_limited and r.raw["checks"]["port0"]["not_sent"] == 10
+
+
 def test_frames_trex_did_not_receive_flag_the_generator_not_the_dut():
     answer, smap, plan = recorded("uni64-latency")
     a = copy.deepcopy(answer)

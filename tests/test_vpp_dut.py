@@ -515,13 +515,21 @@ def test_more_workers_than_the_labs_dut_cpus_is_a_campaign_error():
 
 
 def test_a_generator_without_memif_keeps_the_testbeds_memif_duts_on_veth():
+    """TRex serves the memif link with a server fwdbench starts; attached to a
+    server (generator.host), its ports are that server's: the testbed's memif
+    DUTs stay on veth, a DUT that asks for memif is refused."""
     from fwdbench.campaign import build_campaign
     raw = {"campaign": {"name": "t"}, "testbed": {"type": "netns", "link": "memif"},
            "generator": {"type": "trex"},
            "dut": [{"name": "v", "type": "vfwd"}],
            "profile": [{"name": "p"}], "search": {"type": "sweep", "loads": ["1kpps"]}}
+    assert build_campaign(raw, "t.toml").scenarios[0].dut.link == "memif"
+    raw["generator"]["host"] = "127.0.0.1"
     assert build_campaign(raw, "t.toml").scenarios[0].dut.link == "veth"
     raw["dut"][0]["link"] = "memif"
     with pytest.raises(CampaignError, match=r"dut\[0\].link: 'memif': this campaign's generator "
-                                            r"has veth ports only"):
+                                            r"has veth ports only; memif needs fwdgen, or trex "
+                                            r"with a server fwdbench starts"):
         build_campaign(raw, "t.toml")
+    del raw["generator"]["host"]
+    assert build_campaign(raw, "t.toml").scenarios[0].dut.link == "memif"

@@ -475,7 +475,8 @@ def build_campaign(raw: dict[str, Any], path: str = "<campaign>", text: str = ""
     parse_energy_settings(cf.energy, file=path)
     gen_type, gen_settings = _generator(cf, path)
     warnings: list[str] = []
-    scenarios = expand(cf, path, warnings, generator_links=_generator_links(gen_type))
+    scenarios = expand(cf, path, warnings,
+                       generator_links=_generator_links(gen_type, gen_settings))
     return Campaign(path=path, text=text, file=cf, scenarios=scenarios,
                     generator_type=gen_type, generator_settings=gen_settings,
                     warnings=warnings)
@@ -578,9 +579,10 @@ def _axes(cf: CampaignFile, path: str) -> list[tuple[str, list[Any]]]:
     return axes
 
 
-def _generator_links(kind: str) -> tuple[str, ...]:
+def _generator_links(kind: str, settings: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """The lab links the campaign's generator serves with these settings."""
     from .traffic import GENERATORS
-    return getattr(GENERATORS[kind], "links", ("veth",))
+    return GENERATORS[kind].links_for(settings or {})
 
 
 def expand(cf: CampaignFile, path: str, warnings: list[str] | None = None,
@@ -727,7 +729,8 @@ def _link(cf: CampaignFile, dspec: DutSpec, driver, where: str,
                             f"{', '.join(driver.links)} only")
     if dspec.link not in generator_links:
         raise CampaignError(f"{where}: {dspec.link!r}: this campaign's generator has "
-                            f"{', '.join(generator_links)} ports only; use fwdgen for memif")
+                            f"{', '.join(generator_links)} ports only; memif needs fwdgen, "
+                            f"or trex with a server fwdbench starts (no generator.host)")
     return dspec.link
 
 

@@ -358,12 +358,17 @@ class Lab:
                             else None)
 
     def memif_links(self, dut_role: str = "slave"):
-        """One memif control socket per port in the lab's directory (made here)."""
+        """One memif control socket per port in the lab's directory (made here),
+        named after the port of the side that listens on it: ``tg0.sock`` where the
+        generator is the master, ``dut0.sock`` where the DUT is. A generator that
+        outlives a scenario (TRex's server) may still listen on tg0.sock while the
+        next DUT, a master, creates its own."""
         from ..dut.host import MemifLink
         d = os.path.join(cleanup.run_dir(self.run_id), "memif")
         os.makedirs(d, mode=0o700, exist_ok=True)
-        return tuple(MemifLink(socket=os.path.join(d, f"{p.tg.ifname}.sock"), id=0,
-                               role=dut_role) for p in self.ports)
+        return tuple(MemifLink(socket=os.path.join(
+            d, f"{p.tg.ifname if dut_role == 'slave' else p.dut.ifname}.sock"), id=0,
+            role=dut_role) for p in self.ports)
 
     def ingress_record(self) -> dict[str, Any]:
         """How the DUT ports receive now, as a scenario records it for the report."""

@@ -223,6 +223,7 @@ def _load(store: ResultsStore, db: Path) -> ReportModel:
         if tb.get("type", "netns") == "netns" else None,
         "line_rate": tb.get("line_rate"),
         "max_load": tb.get("max_load"),
+        "generator": (cfg.get("generator") or {}).get("type", "fwdgen"),
     }
     if tb.get("type") == "ssh":
         placement.update(_ssh_placement(host.get("testbed") or {}))

@@ -20,6 +20,7 @@ def topologies(scenarios, placement: dict[str, Any]) -> list[dict[str, Any]]:
     """[{link, duts, svg}] for each link kind the scenarios used, veth first."""
     by_link: dict[str, list[str]] = {}
     roles: dict[str, str] = {}
+    sockets: dict[int, list[str]] = {}      # per port: the memif sockets' file names
     for s in scenarios:
         d = s.describe or {}
         link = d.get("link") or ("veth" if placement.get("testbed") == "netns" else None)
@@ -29,12 +30,15 @@ def topologies(scenarios, placement: dict[str, Any]) -> list[dict[str, Any]]:
         dut = d.get("dut") and s.dut_name
         if dut and dut not in names:
             names.append(dut)
-        for m in d.get("memif") or []:
+        for i, m in enumerate(d.get("memif") or []):
             roles[s.dut_name] = m.get("dut_role", "slave")
+            name = str(m.get("socket") or "").rsplit("/", 1)[-1]
+            if name and name not in sockets.setdefault(i, []):
+                sockets[i].append(name)
     out = []
     for link in sorted(by_link, key=lambda k: (k != "veth", k)):
         out.append({"link": link, "duts": by_link[link],
-                    "svg": _svg(link, by_link[link], placement, roles)})
+                    "svg": _svg(link, by_link[link], placement, roles, sockets)})
     return out
 
 
@@ -45,10 +49,16 @@ def _box(x: int, title: str, lines: list[str]) -> str:
             f'<text x="{x + 12}" y="42" class="h">{escape(title)}</text>{body}')
 
 
-def _svg(link: str, duts: list[str], placement: dict[str, Any], roles: dict[str, str]) -> str:
+GENERATOR_NAMES = {"fwdgen": "fwdgen", "trex": "TRex"}
+
+
+def _svg(link: str, duts: list[str], placement: dict[str, Any], roles: dict[str, str],
+         sockets: dict[int, list[str]] | None = None) -> str:
     gen_cpu, dut_cpu = placement.get("gen_cpu"), placement.get("dut_cpu")
     ssh = placement.get("testbed") == "ssh"     # two hosts, cabled NIC ports
-    left = _box(10, "generator", [f"fwdgen, CPU {gen_cpu if gen_cpu is not None else '?'}",
+    gen = placement.get("generator") or "fwdgen"
+    gen = GENERATOR_NAMES.get(gen, gen)
+    left = _box(10, "generator", [f"{gen}, CPU {gen_cpu if gen_cpu is not None else '?'}",
                                    f"tester {placement.get('tester_host') or '?'}" if ssh else
                                    "netns fb-<run>-tg" if link == "veth" else "memif: no kernel",
                                    ])
@@ -68,7 +78,8 @@ def _svg(link: str, duts: list[str], placement: dict[str, Any], roles: dict[str,
         else:
             mixed = sorted(set(roles.get(d, "slave") for d in duts))
             dut_role = mixed[0] if len(mixed) == 1 else "/".join(mixed)
-            label = (f"{p.tg.ifname}.sock: shared memory (DUT {dut_role})  "
+            names = (sockets or {}).get(i) or [f"{p.tg.ifname}.sock"]
+            label = (f"{' / '.join(names)}: shared memory (DUT {dut_role})  "
                      f"{p.flows4.split('/')[0]}…")
         links.append(f'<line x1="240" y1="{y}" x2="{W - 240}" y2="{y}" class="l {link}"/>'
                      f'<text x="{W / 2}" y="{y - 7}" class="t" text-anchor="middle">'

@@ -74,6 +74,11 @@ class Generator(ABC):
         self.tester = tester
 
     @classmethod
+    def links_for(cls, settings: dict[str, Any]) -> tuple[str, ...]:
+        """The links it serves with these (validated) settings."""
+        return cls.links
+
+    @classmethod
     def validate(cls, settings: dict[str, Any], where: str) -> dict[str, Any]:
         """Normalised ``[generator]`` settings, or CampaignError naming ``where``.<field>."""
         if settings:

@@ -12,6 +12,7 @@ feet; here it only meets itself.
 One request per line on stdin, one answer per line on the channel fd
 (stdout as started; the client's own prints go to stderr):
 ``{"cmd": "connect", ...}``, ``{"cmd": "trial", "plan": {...}}``,
+``{"cmd": "links"}`` (each port's link, as the server sees it now),
 ``{"cmd": "ping"}``, ``{"cmd": "close"}``. Answers are ``{"ok": true, ...}``
 or ``{"ok": false, "error": "..."}``. The plan format is written by
 fwdbench.traffic.trex.plan (build_plan); the answer to ``trial`` is read by
@@ -104,6 +105,9 @@ class Agent:
             {k: sysinfo.get(k) for k in ("core_type", "dp_core_count",
                                           "dp_core_count_per_port", "hostname", "port_count")}),
                 "ports": _plain(ports)}
+
+    def links(self, req):
+        return {"links": {str(p): self.c.get_port_attr(p).get("link") for p in self.ports}}
 
     def ping(self, req):
         self.c.ping_rpc_server()
@@ -243,7 +247,7 @@ def main():
         try:
             req = json.loads(line)
             cmd = req.get("cmd")
-            if cmd not in ("connect", "ping", "trial", "close"):
+            if cmd not in ("connect", "links", "ping", "trial", "close"):
                 raise ValueError(f"unknown command {cmd!r}")
             if cmd != "connect" and agent.c is None:
                 raise RuntimeError("not connected")

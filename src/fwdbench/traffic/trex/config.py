@@ -9,6 +9,12 @@ core, sleeping instead of busy-waiting); with three or more, the first is
 the master thread, the second the latency/RX thread and the rest transmit.
 The text is written by hand (the few keys are fixed; no YAML library is a
 dependency), every value checked so none can break the document.
+
+A lab port on the memif link is a ``net_memif`` vdev (``memif_device``): the
+port's control socket (a path, not DPDK's default abstract name), TRex's
+role on it (DPDK's names: ``server`` where the DUT is the memif slave and
+connects, ``client`` where the DUT listens), the interface id and the
+tester port's MAC of the addressing plan.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from ...errors import GeneratorError
 MAC_RE = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
 #: a Linux interface name, a PCI address (0000:03:00.0, 03:00.0) or a DPDK vdev
 PORT_RE = re.compile(r"^([A-Za-z0-9_.:@-]{1,15}|--vdev=[A-Za-z0-9_.,=/:-]{1,200})$")
+SOCKET_RE = re.compile(r"^/[A-Za-z0-9_./-]{1,106}$")
 PREFIX_RE = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
 
@@ -29,6 +36,24 @@ class CfgPort:
     device: str          # "tg0", "0000:03:00.0", "--vdev=net_memif0,..."
     src_mac: str
     dest_mac: str
+
+
+#: DPDK's memif roles for fwdbench's (MemifLink.peer_role: the generator's role)
+DPDK_MEMIF_ROLE = {"master": "server", "slave": "client"}
+
+
+def memif_device(index: int, link, mac: str) -> str:
+    """TRex's port ``index`` as DPDK's memif PMD on ``link`` (dut.host.MemifLink),
+    in the role the DUT leaves the generator, sending from ``mac``."""
+    role = DPDK_MEMIF_ROLE.get(link.peer_role)
+    if role is None:
+        raise GeneratorError(f"trex: memif role {link.peer_role!r}: master or slave")
+    if not SOCKET_RE.match(link.socket):
+        raise GeneratorError(f"trex: memif socket {link.socket!r}: an absolute path of at "
+                             "most 107 letters, digits, _ . / - (DPDK's vdev arguments "
+                             "split at , and =)")
+    return (f"--vdev=net_memif{index},role={role},socket={link.socket},socket-abstract=no,"
+            f"id={int(link.id)},mac={mac}")
 
 
 @dataclass(frozen=True)

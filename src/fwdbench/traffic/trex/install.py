@@ -14,6 +14,7 @@ order (the first that has an executable ``t-rex-64``):
 from __future__ import annotations
 
 import glob
+import mmap
 import os
 import re
 import shutil
@@ -39,6 +40,15 @@ class TrexInstall:
     server: str          # the wrapper t-rex-64 (runs from its own folder)
     client: str          # the folder holding TRex's `trex` Python package
     version: str         # from the build stamp or the folder name ("v3.08"), "" if unknown
+
+    def has_memif(self) -> bool:
+        """The server binary holds DPDK's memif PMD (``net_memif``)."""
+        binary = os.path.join(self.prefix, "_t-rex-64")
+        try:
+            with open(binary, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                return m.find(b"net_memif") >= 0
+        except (OSError, ValueError):
+            return False
 
     @property
     def agent_env(self) -> dict[str, str]:

@@ -7,8 +7,16 @@ without FCS (packets x (frame size - 4): each TRex stream has one size),
 achieved rate, ``tx_limited``, and latency from the direction's latency
 stream.
 
-What TRex counts as sent is not always what left the tester. On Linux
-interfaces (TRex's af_packet ports) a frame counts as sent once it is in
+What TRex counts as sent is not always what left the tester. In its
+low_end mode (one core) TRex drops a frame its port's transmit queue has no
+room for and still counts it in the per-stream statistics; on memif ports the
+queue is the ring the DUT reads, and TRex sends in bursts after each sleep, so
+frames are dropped there well below the DUT's capacity. Without kernel ports
+(memif, an attached server) each port's own driver count (``opackets``: what
+the memif PMD put into the ring) is the check: a shortfall is taken off the
+direction's tx and flags it as below.
+
+On Linux interfaces (TRex's af_packet ports) a frame counts as sent once it is in
 the socket's TX ring; frames the kernel then never took from the ring do not
 reach the DUT. So every trial on kernel ports is checked against the
 kernel's own counters of the tester's ports (read by the agent right
@@ -23,7 +31,7 @@ same flag is set when TRex's own transmit error and drop counters, or its
 receive misses (the kernel delivered frames to the receiving port that
 TRex's receive did not count) exceed 0.5 % of the intended packets, and
 when the achieved rate falls 0.5 % short of the intended one (fwdgen's
-rule). TRex, unlike fwdgen, does not drop what it cannot send in time: its
+rule). TRex, unlike fwdgen, does not skip what it cannot send in time: its
 transmit core falls behind its schedule and sends every frame late (5 Mpps
 asked for 2 s into an XDP sink here: all 10 M frames, over 18 s). So the
 achieved rate is tx over the time TRex took (start to its ports going idle),
@@ -190,6 +198,20 @@ def parse_trial(answer: dict[str, Any], smap: StreamMap, *, warmup_s: float,
                     f"({kd['tx_packets']} sent, {kd['tx_dropped']} dropped at the veth's ring "
                     f"toward the DUT): {short} never left the tester (af_packet's TX ring); "
                     "they are not counted as sent, nor as the DUT's loss")
+        elif isinstance(_get(stats, port, "opackets"), (int, float)):
+            # no kernel: the port driver's own count of what it took (memif: what
+            # went into the ring the DUT reads)
+            took = rec["trex_opackets"]
+            short = max(sent - took, 0)
+            port_short[port] = short
+            rec["not_sent"] = short
+            if short:
+                warnings.append(
+                    f"TRex counted {sent} frames sent on {smap.ifnames[port]}, its port driver "
+                    f"sent {took}: {short} were dropped inside TRex at a full transmit queue "
+                    "(TRex's low_end mode drops there instead of waiting; on memif the queue "
+                    "is the ring the DUT reads); they never reached the DUT and are not "
+                    "counted as sent, nor as the DUT's loss")
         checks[f"port{port}"] = rec
 
     # receive: frames the kernel handed the receiving port that TRex did not count

@@ -9,6 +9,11 @@ latency as an HdrHistogram (1 us resolution) besides TRex's coarse one;
 On Linux interfaces TRex needs no hugepages (``--no-pci --no-huge`` are
 implied for vdev-only ports).
 
+On the lab's memif link, where TRex is the memif master (DPDK's ``server``),
+it creates the ports' control sockets; a stale file at such a path (a
+killed TRex's) is removed before it starts, and the sockets go when it
+stops (DPDK leaves them behind on SIGINT too).
+
 Stopping: SIGINT to the server's process group (the wrapper script and
 ``_t-rex-64``), SIGKILL after ``STOP_TIMEOUT_S``; then what DPDK may have
 left under the instance's file prefix is removed (``/var/run/dpdk/<prefix>``,
@@ -34,10 +39,13 @@ LOG_TAIL_LINES = 12
 class TrexServer:
     """One TRex server process on ``tester`` (traffic.base.TesterHost)."""
 
-    def __init__(self, tester, install: TrexInstall, cfg: TrexCfg, workdir: str):
+    def __init__(self, tester, install: TrexInstall, cfg: TrexCfg, workdir: str,
+                 listen_sockets: tuple[str, ...] = ()):
         self.tester = tester
         self.install = install
         self.cfg = cfg
+        #: memif control sockets this server listens on (it is their master)
+        self.listen_sockets = tuple(listen_sockets)
         self.workdir = workdir
         self.cfg_path = os.path.join(workdir, "trex_cfg.yaml")
         self.log_path = os.path.join(workdir, "trex.log")
@@ -51,6 +59,9 @@ class TrexServer:
     def start(self) -> None:
         ex = self.tester.exec
         ex.write_file(self.cfg_path, self.cfg.render())
+        for path in self.listen_sockets:       # DPDK's bind() fails on an existing file
+            if os.path.lexists(path):
+                os.unlink(path)
         # the wrapper makes /tmp/trex-bird for TRex's BIRD service; it goes when we go
         self._made_bird_dir = not os.path.exists("/tmp/trex-bird")
         with open(self.log_path, "w") as log:
@@ -112,7 +123,8 @@ class TrexServer:
     def leftovers(self) -> list[str]:
         """Files a TRex instance with this file prefix leaves behind, if any."""
         pre = self.cfg.prefix
-        found = [p for p in (f"/var/run/dpdk/{pre}",) if os.path.exists(p)]
+        found = [p for p in (f"/var/run/dpdk/{pre}", *self.listen_sockets)
+                 if os.path.lexists(p)]
         for pattern in (f"/dev/shm/{pre}*", f"/dev/hugepages/{pre}*",
                         f"/dev/hugepages*/{pre}map_*"):
             found += glob.glob(pattern)
