@@ -614,7 +614,8 @@ def test_the_server_follows_the_link_from_scenario_to_scenario(trex_install):
                 (s,) = r.streams
                 seen.append((sc.dut.type, r.backend, gen.servers_started - before,
                              r.raw["memif"][0]["trex_role"] if "memif" in r.raw else None))
-                assert s.intended_packets >= s.tx_packets >= s.rx_packets >= \
+                # (TRex sends one frame more than load x duration at times)
+                assert s.intended_packets + 1 >= s.tx_packets >= s.rx_packets >= \
                     0.9 * s.intended_packets, (sc.name, r.warnings)
                 if sc.dut.type == "testpmd":
                     assert os.path.basename(record["memif"][0]["socket"]) == "dut0.sock"
