@@ -93,8 +93,8 @@ def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict
         if recovered:
             result.warnings.append(recovered)
         if meters is not None:
-            result.meters = meters.stop(pids=driver.pids() if recovered else pids, packets=result.rx_packets,
-                                        window_s=duration_s)
+            result.meters = meters.stop(pids=driver.pids() if recovered else pids,
+                                        packets=result.rx_packets, window_s=duration_s)
         if idle:
             result.intended_load_pps = 0.0
             result.warnings.append(
