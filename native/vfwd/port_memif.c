@@ -219,15 +219,22 @@ static inline int take_segment(struct mif_q *q, const memif_buffer_t *m)
 	return !skip;
 }
 
-static uint32_t mif_rx_zc(vf_port_t *p, vf_worker_t *w, uint32_t *bi, uint32_t n)
+/* Every CTL_EVERY polls (and on every poll while down) the control channel
+ * is served; 1: the link is up and the rings may be used. */
+static inline int rx_ready(struct mif_q *q)
 {
-	struct mif_q *q = p->priv;
-	uint16_t got = 0;
 	if (VF_UNLIKELY(++q->tick >= CTL_EVERY || !q->mi.up)) {
 		q->tick = 0;
 		service(q);
 	}
-	if (VF_UNLIKELY(!q->mi.up))
+	return q->mi.up;
+}
+
+static uint32_t mif_rx_zc(vf_port_t *p, vf_worker_t *w, uint32_t *bi, uint32_t n)
+{
+	struct mif_q *q = p->priv;
+	uint16_t got = 0;
+	if (VF_UNLIKELY(!rx_ready(q)))
 		return 0;
 	/* polling: no eventfd read per empty poll (interrupt mode reads it, or
 	 * the worker's poll() on it would never sleep) */
@@ -271,11 +278,7 @@ static uint32_t mif_rx_copy(vf_port_t *p, vf_worker_t *w, uint32_t *bi, uint32_t
 {
 	struct mif_q *q = p->priv;
 	uint16_t got = 0;
-	if (VF_UNLIKELY(++q->tick >= CTL_EVERY || !q->mi.up)) {
-		q->tick = 0;
-		service(q);
-	}
-	if (VF_UNLIKELY(!q->mi.up))
+	if (VF_UNLIKELY(!rx_ready(q)))
 		return 0;
 	if (n > w->pool.n_free)
 		n = w->pool.n_free;
