@@ -81,9 +81,10 @@ def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict
                 recovered = driver.recover_link(str(e)) if arr.request.memif else None
                 if recovered is None:
                     raise
+                pids = driver.pids()        # the restarted DUT's processes
                 if meters is not None:
                     meters.abort()
-                    meters.start(pids=driver.pids())
+                    meters.start(pids=pids)
                 before = driver.counters()
                 result = generator.run(arr.request)
         except BaseException:
@@ -93,8 +94,8 @@ def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict
         if recovered:
             result.warnings.append(recovered)
         if meters is not None:
-            result.meters = meters.stop(pids=driver.pids() if recovered else pids,
-                                        packets=result.rx_packets, window_s=duration_s)
+            result.meters = meters.stop(pids=pids, packets=result.rx_packets,
+                                        window_s=duration_s)
         if idle:
             result.intended_load_pps = 0.0
             result.warnings.append(
