@@ -306,6 +306,11 @@ void vf_enqueue(vf_worker_t *w, vf_node_rt_t *rt, const uint32_t *bi, const uint
 	while (i < n) {
 		uint32_t j = i + 1;
 		uint16_t nx = next[i];
+		/* runs are long (often the whole vector): compare four nexts at a
+		 * time (callgrind: 7 -> 2 instructions a packet per node) */
+		uint64_t four = nx * 0x0001000100010001ull, v;
+		while (j + 4 <= n && (memcpy(&v, next + j, 8), v == four))
+			j += 4;
 		while (j < n && next[j] == nx)
 			j++;
 		enqueue_run(w, map[nx], bi + i, j - i);

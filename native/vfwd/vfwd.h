@@ -443,15 +443,38 @@ static inline uint16_t vf_ip4_sum20(const uint8_t *ip)
 	return (uint16_t)t;
 }
 
-static inline uint16_t vf_rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+/* Network-order loads and stores: one (unaligned) access and a byte swap.
+ * Byte-wise access through uint8_t * costs ~4 instructions a field, and a
+ * byte store may alias anything, so the compiler reloads the pool's fields
+ * after each one (measured with callgrind in bench/vfwd_nodes.py). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define VF_BE16(v) __builtin_bswap16(v)
+#define VF_BE32(v) __builtin_bswap32(v)
+#else
+#define VF_BE16(v) (v)
+#define VF_BE32(v) (v)
+#endif
+static inline uint16_t vf_rd16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return VF_BE16(v);
+}
 static inline uint32_t vf_rd32(const uint8_t *p)
 {
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return VF_BE32(v);
 }
-static inline void vf_wr16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v & 0xff; }
+static inline void vf_wr16(uint8_t *p, uint16_t v)
+{
+	v = VF_BE16(v);
+	memcpy(p, &v, 2);
+}
 static inline void vf_wr32(uint8_t *p, uint32_t v)
 {
-	p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v;
+	v = VF_BE32(v);
+	memcpy(p, &v, 4);
 }
 
 #endif

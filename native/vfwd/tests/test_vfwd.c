@@ -395,6 +395,67 @@ static void test_malformed(void)
 	teardown();
 }
 
+/* ip4-input's fast test sums the header as 64-bit words and tests the sum
+ * mod 0xffff: it must agree with RFC 1071's fold on every header. Random
+ * headers (addresses, TOS, ID; sources that make the 64-bit sums carry)
+ * with a valid checksum are forwarded; each
+ * with one bit flipped in its addresses or ID (no other check can fail) is
+ * dropped for its checksum; the same with 4 bytes of options (slow path). */
+static void test_ip4_checksum(void)
+{
+	CHECK(setup(ROUTER_CONF("256")) == 0, "setup");
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+	uint32_t want_fwd = 0, want_bad = 0;
+	uint64_t before = drops("ip4-input: bad checksum");
+	for (int round = 0; round < 8; round++) {
+		for (int k = 0; k < 200; k++) {
+			uint8_t p[128];
+			rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+			uint32_t len = mk_ip4(p, MAC_DUT0, MAC_TG0, (uint32_t)rng,
+					      0xc6138000u | (uint32_t)(rng >> 32 & 0x7fff), 64, 1, 2, 18);
+			uint8_t *ip = p + 14;
+			ip[1] = (uint8_t)(rng >> 48);
+			vf_wr16(ip + 4, (uint16_t)(rng >> 52));
+			/* sources whose words carry out of 64 bits in the fast sum */
+			switch (k / 2 % 4) {
+			case 1: vf_wr16(ip + 14, 0xffff); break;
+			case 2: vf_wr32(ip + 12, 0xffffffff); break;
+			case 3: vf_wr32(ip + 12, 0xffffffff); vf_wr16(ip + 4, 0); break;
+			}
+			if (round & 1) {         /* 4 bytes of options: NOPs */
+				memmove(ip + 24, ip + 20, len - 34);
+				memset(ip + 20, 1, 4);
+				ip[0] = 0x46;
+				vf_wr16(ip + 2, (uint16_t)(vf_rd16(ip + 2) + 4));
+				len += 4;
+			}
+			uint32_t hl = (ip[0] & 15u) * 4;
+			vf_wr16(ip + 10, 0);
+			vf_wr16(ip + 10, csum(ip, hl, 0));
+			CHECK(ip4_csum_valid(ip), "round %d packet %d built valid", round, k);
+			if (k & 1) {
+				static const uint8_t where[] = { 4, 5, 12, 13, 14, 15, 16, 17, 18, 19 };
+				ip[where[(rng >> 8) % sizeof(where)]] ^= (uint8_t)(1u << (rng >> 16) % 8);
+				want_bad++;
+			} else {
+				want_fwd++;
+			}
+			inject(p, len, 0);
+		}
+		run();
+	}
+	CHECK(captured(1) == want_fwd, "forwarded %u (want %u)", captured(1), want_fwd);
+	CHECK(drops("ip4-input: bad checksum") - before == want_bad, "bad checksum %llu (want %u)",
+	      (unsigned long long)(drops("ip4-input: bad checksum") - before), want_bad);
+	for (uint32_t i = 0; i < captured(1); i++) {
+		uint32_t l;
+		uint8_t *q = cap_pkt(1, i, &l);
+		CHECK(ip4_csum_valid(q + 14) && q[14 + 8] == 63, "forwarded %u: ttl and checksum", i);
+	}
+	cap_clear();
+	teardown();
+}
+
 static void test_ip6(void)
 {
 	CHECK(setup(ROUTER_CONF("256")) == 0, "setup");
@@ -798,6 +859,7 @@ int main(void)
 	test_lpm6_random();
 	test_ip4_bursts();
 	test_malformed();
+	test_ip4_checksum();
 	test_ip6();
 	test_xconnect();
 	test_bridge();
