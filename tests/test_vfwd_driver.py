@@ -273,6 +273,10 @@ def test_resolve_rx_mode_refuses_a_spinner_above_the_napi_threads():
     ({}, lab_for_rx_mode(50, ingress="afxdp", queue=0), (2048, 256)),
     ({}, lab_for_rx_mode(50, ingress="cpumap", queue=4096), (2048, 256)),
     ({"fill_depth": 512}, lab_for_rx_mode(50, ingress="afxdp", queue=4096), (4096, 512)),
+    # memif: half the M2S ring waits for the generator's frames
+    ({}, PortRx(ingress="memif"), (2048, 1024)),
+    ({"ring_size": 8192}, PortRx(ingress="memif"), (8192, 4096)),
+    ({"fill_depth": 300}, PortRx(ingress="memif"), (2048, 300)),
 ])
 def test_resolve_rings(params, lab, want):
     assert resolve_rings(VfwdParams(**params), lab) == want
