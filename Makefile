@@ -19,9 +19,10 @@ APT_PACKAGES := build-essential clang libclang-rt-dev llvm libbpf-dev libxdp-dev
                 pkg-config libjansson-dev bpftool iproute2 nftables ethtool tcpdump python3-venv python3-dev \
                 valgrind linux-perf chromium dpdk-dev librte-net-af-xdp23 librte-net-af-packet23 postgresql \
                 openssh-client openssh-server sudo socat conntrack
-# what building VPP from its release source needs (scripts/build-vpp.sh)
+# what building VPP from its release source needs (scripts/build-vpp.sh; libdpdk-dev:
+# its dpdk plugin links Debian's DPDK, scripts/dpdk-driver-headers.sh)
 VPP_BUILD_PACKAGES := cmake ninja-build python3-ply libssl-dev libnuma-dev libunwind-dev uuid-dev \
-                libiberty-dev
+                libiberty-dev libdpdk-dev
 
 .PHONY: all setup deps venv native vpp trex demo test test-native test-python bench clean distclean
 

@@ -45,7 +45,7 @@ def test_registered():
     ({"mode": "router", "learning": False}, "dut[0].params.learning: does not apply to mode 'router'"),
     ({"mode": "router", "nat_sessions": 4096}, "dut[0].params.nat_sessions: does not apply"),
     ({"interface": "af_packet", "af_xdp_mode": "copy"}, "dut[0].params.af_xdp_mode: applies to"),
-    ({"interface": "dpdk"}, "dut[0].params.interface: 'dpdk' is not allowed"),
+    ({"interface": "netmap"}, "dut[0].params.interface: 'netmap' is not allowed"),
     ({"rx_mode": "busy"}, "dut[0].params.rx_mode"),
     ({"workers": -1}, "dut[0].params.workers"),
     ({"bogus": 1}, "dut[0].params.bogus: unknown key"),
@@ -78,6 +78,32 @@ def test_startup_conf_is_private_to_the_scenario():
     assert plugins_for("af_packet", "bridge") == ("ping", "af_packet")
 
 
+def test_startup_conf_dpdk_section_for_vdevs_and_pci_devices():
+    from fwdbench.dut.vpp.startup import DpdkPorts
+    vdevs = DpdkPorts(file_prefix="fb-x-vpp1", vdevs=("net_af_packet0,iface=dut0",
+                                                      "net_af_packet1,iface=dut1"))
+    s = Startup(run_dir="/r", shm_prefix="fb-x-vpp1", plugin_dir="/p",
+                plugins=plugins_for("dpdk", "router"), main_core=1, workers=(), main_heap=1 << 28,
+                buffers=16384, dpdk=vdevs)
+    text = s.render()
+    assert "plugin dpdk_plugin.so { enable }" in text
+    section = text[text.index("dpdk {"):]
+    assert section.splitlines() == [
+        "dpdk {", "  file-prefix fb-x-vpp1", "  no-hugetlb", "  no-shconf", "  no-pci",
+        "  vdev net_af_packet0,iface=dut0", "  vdev net_af_packet1,iface=dut1", "}"]
+    assert vdevs.run_dir == "/var/run/dpdk/fb-x-vpp1"
+    # real NICs: PCI functions named as the ports, hugepages, ring sizes
+    pci = DpdkPorts(file_prefix="fb-x-vpp1", pci=(("0000:3b:00.0", "dut0"), ("0000:3b:00.1", "dut1")),
+                    hugepages=True, rx_desc=2048, tx_desc=1024).render()
+    assert pci.splitlines() == [
+        "dpdk {", "  file-prefix fb-x-vpp1", "  dev 0000:3b:00.0 { name dut0 }",
+        "  dev 0000:3b:00.1 { name dut1 }", "  dev default { num-rx-desc 2048 num-tx-desc 1024 }", "}"]
+    # no dpdk section, no dpdk plugin, for the other interfaces
+    plain = Startup(run_dir="/r", shm_prefix="p", plugin_dir="/p", plugins=plugins_for("af_xdp", "router"),
+                    main_core=1, workers=(), main_heap=1 << 28, buffers=16384).render()
+    assert "dpdk" not in plain
+
+
 def test_fib_sizes_the_heap_and_stats_segment():
     from fwdbench.dut.vpp import VppParams
     small, big = VppParams(), VppParams(routes=1 << 20)
@@ -100,6 +126,30 @@ def test_check_names_a_missing_plugin(tmp_path):
         VppDut({"vpp_prefix": str(tmp_path)}).check()
     with pytest.raises(DutError, match="has no executable bin/vpp"):
         VppDut({"vpp_prefix": str(tmp_path / "none")}).check()
+    # a VPP built without the dpdk plugin: the field to change and how to add it
+    (plugins / "ping_plugin.so").write_text("")
+    with pytest.raises(DutError) as e:
+        VppDut({"vpp_prefix": str(tmp_path), "interface": "dpdk"}).check()
+    assert "lacks the plugin(s) dpdk" in str(e.value) and "dut.params.interface" in str(e.value)
+    assert "VPP_SRC" in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.root
+def test_dpdk_interface_without_the_plugin_is_refused_before_vpp_starts(lab, tmp_path):
+    """The installed VPP, its plugin directory without dpdk_plugin.so: a clear error."""
+    inst = need_vpp()
+    prefix = tmp_path / "vpp"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "vpp").symlink_to(inst.vpp)
+    plugins = prefix / os.path.relpath(inst.plugin_dir, inst.prefix)
+    plugins.mkdir(parents=True)
+    for n in inst.plugins:
+        if n != "dpdk":
+            (plugins / f"{n}_plugin.so").symlink_to(os.path.join(inst.plugin_dir, f"{n}_plugin.so"))
+    d = VppDut(VppDut.validate({"interface": "dpdk", "vpp_prefix": str(prefix)}, "params"))
+    with pytest.raises(DutError, match=r"lacks the plugin\(s\) dpdk .*dut.params.interface"):
+        d.setup(lab.dut_host())
+    _assert_nothing_left(lab)
 
 
 # --- on the wire (root, real VPP) ----------------------------------------------
@@ -157,6 +207,18 @@ def _assert_nothing_left(lab):
     for p in lab.ports:
         link = lab.dut_exec.run(["ip", "-d", "link", "show", p.dut.ifname]).stdout
         assert " xdp" not in link and "prog/xdp" not in link, link
+    # the dpdk interface: no EAL runtime directory, hugepage file or mount of the run
+    assert [n for n in _listdir("/var/run/dpdk") if n.startswith(pre)] == []
+    assert [n for n in _listdir("/dev/hugepages") if n.startswith(pre)] == []
+    with open("/proc/mounts") as f:
+        assert [m for m in f if " hugetlbfs " in m and pre in m] == []
+
+
+def _listdir(d: str) -> list[str]:
+    try:
+        return os.listdir(d)
+    except FileNotFoundError:
+        return []
 
 
 @pytest.mark.root
@@ -285,6 +347,64 @@ def test_xconnect_passes_any_frame_unchanged_both_ways(lab, dut, tg_wire):
     assert [bytes(p) for p in tg_wire.sniff("tg1", count=2, timeout=3, match=_ours)] == \
         [bytes(f), bytes(odd)]
     assert [bytes(p) for p in tg_wire.sniff("tg0", count=1, timeout=3, match=_ours)] == [bytes(f)]
+
+
+def _need_dpdk_plugin():
+    if "dpdk" not in need_vpp().plugins:
+        msg = "the installed VPP has no dpdk plugin (make setup VPP_SRC=...)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {msg}")
+        pytest.skip(msg)
+
+
+@pytest.mark.root
+def test_dpdk_router_forwards_over_dpdk_vdevs(lab, dut, tg_wire):
+    """VPP's dpdk plugin (linked against Debian's DPDK) on DPDK vdevs on the veth
+    ports routes frame by frame as with its own interfaces, counters per port."""
+    from scapy.all import IP, UDP, Ether
+    _need_dpdk_plugin()
+    d = dut(mode="router", interface="dpdk")
+    tg_wire.listen("tg0", "tg1")
+    before = d.counters()
+    frames = [_udp4(f"198.18.128.{i}", f"198.19.{128 + i}.{i + 1}", ttl=64 - i) for i in range(5)]
+    tg_wire.send("tg0", frames)
+    got = tg_wire.sniff("tg1", count=5, timeout=3, match=_ours)
+    assert len(got) == 5
+    for sent, p in zip(frames, got):
+        assert p[Ether].src == P1.dut.mac and p[Ether].dst == P1.tg.mac
+        assert p[IP].ttl == sent[IP].ttl - 1
+        assert p[IP].src == sent[IP].src and p[IP].dst == sent[IP].dst
+        assert _ipv4_checksum_ok(p)
+        assert p[UDP].sport == 1024 and p[UDP].dport == 1024
+    after = d.counters()
+    delta = {k: after[k] - before.get(k, 0) for k in after}
+    assert delta["dut0.rx_packets"] >= 5 and delta["dut1.tx_packets"] >= 5
+    assert delta["vpp_node.dpdk-input.vectors"] >= 5
+    assert delta["vpp_node.ip4-lookup.vectors"] >= 5
+    desc = d.describe()
+    assert desc["interfaces"].keys() == {"dut0", "dut1"}
+    conf = desc["startup_conf"]
+    assert "vdev net_af_packet0,iface=dut0" in conf and "no-pci" in conf and "no-hugetlb" in conf
+    assert "plugin dpdk_plugin.so { enable }" in conf and "af_xdp_plugin" not in conf
+
+
+@pytest.mark.root
+def test_dpdk_xconnect_passes_any_frame_unchanged_both_ways(lab, dut, tg_wire):
+    from scapy.all import Ether, Raw
+    _need_dpdk_plugin()
+    d = dut(mode="xconnect", interface="dpdk")
+    tg_wire.listen("tg0", "tg1")
+    before = d.counters()
+    odd = Ether(src="02:fb:00:00:00:77", dst="02:fb:00:00:00:78", type=0x88B5) / Raw(b"x" * 50 + MARK)
+    f = _udp4("198.18.128.1", "198.19.128.1", dmac=P1.tg.mac, ttl=1)    # TTL 1: not routed
+    tg_wire.send("tg0", [f, odd])
+    tg_wire.send("tg1", f)
+    assert [bytes(p) for p in tg_wire.sniff("tg1", count=2, timeout=3, match=_ours)] == \
+        [bytes(f), bytes(odd)]
+    assert [bytes(p) for p in tg_wire.sniff("tg0", count=1, timeout=3, match=_ours)] == [bytes(f)]
+    after = d.counters()
+    assert after["dut0.rx_packets"] - before.get("dut0.rx_packets", 0) >= 2
+    assert after["dut1.tx_packets"] - before.get("dut1.tx_packets", 0) >= 2
 
 
 @pytest.mark.root

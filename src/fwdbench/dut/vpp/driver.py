@@ -4,8 +4,9 @@ Per scenario the driver writes a startup.conf (startup.py) into a directory
 of its own on the DUT host, starts ``vpp`` there (in the lab's DUT
 namespace) with its main thread, and workers if asked, on the DUT CPUs,
 waits until the API answers, creates one VPP interface per DUT port
-(``af_xdp``: AF_XDP sockets, copy mode on veth; ``af_packet``), names them
-as the kernel ports and gives them the ports' MACs, and configures the mode
+(``af_xdp``: AF_XDP sockets, copy mode on veth; ``af_packet``; ``dpdk``: the
+dpdk plugin's ports, named in startup.conf), names them as the kernel ports
+and gives them the ports' MACs, and configures the mode
 (modes.py). Every trial reads VPP's interface, error and per-node counters
 from the statistics segment (stats.py). Teardown stops VPP (SIGTERM, then
 SIGKILL: af_xdp TX on veth has been seen spinning until killed), removes its
@@ -26,7 +27,7 @@ from . import modes
 from .api import VppApi
 from .install import VppInstall, find_vpp
 from .process import VppProcess
-from .startup import Startup, plugins_for
+from .startup import DpdkPorts, Startup, plugins_for
 
 MAX_ROUTES = 1 << 20
 PING_TIMEOUT_S = 5.0        # [s] a live VPP answers a control ping within this
@@ -42,9 +43,10 @@ class VppParams(BaseModel):
     mode: Literal["router", "nat", "bridge", "xconnect"] = Field(
         "router", description="router: IPv4/IPv6 FIB; nat: router + nat44-ed; bridge: one "
                               "bridge domain; xconnect: L2 cross-connect")
-    interface: Literal["af_xdp", "af_packet"] = Field(
+    interface: Literal["af_xdp", "af_packet", "dpdk"] = Field(
         "af_xdp", description="how VPP opens the DUT ports: AF_XDP sockets (copy mode on "
-                              "veth) or AF_PACKET")
+                              "veth), AF_PACKET, or DPDK (its dpdk plugin, over DPDK's "
+                              "net_af_packet on each kernel port)")
     af_xdp_mode: Literal["auto", "copy", "zero-copy"] = Field(
         "auto", description="AF_XDP copy or zero-copy (auto: zero-copy where the driver can)")
     workers: int = Field(0, ge=0, le=64, description="worker threads (0: the main thread "
@@ -157,10 +159,13 @@ class VppDut(DutDriver):
         need = plugins_for(self._interface(host), self.p.mode)
         missing = [n for n in need if not inst.has_plugin(n)]
         if missing:
+            fix = ("; set dut.params.interface to af_xdp or af_packet, or add the dpdk plugin: "
+                   "`make setup VPP_SRC=<vpp tarball>` builds it against Debian's DPDK, FD.io's "
+                   "packages have it in vpp-plugin-dpdk" if "dpdk" in missing else "")
             raise DutError(f"vpp: the VPP in {inst.prefix} lacks the plugin(s) "
                            f"{', '.join(missing)} that interface {self._interface(host)!r} / mode "
                            f"{self.p.mode!r} need (plugins in {inst.plugin_dir or '?'}: "
-                           f"{', '.join(inst.plugins) or 'none'})")
+                           f"{', '.join(inst.plugins) or 'none'}){fix}")
         if not inst.api_files():
             raise DutError(f"vpp: no API definitions (*.api.json) under {inst.api_dir}")
         try:
@@ -236,10 +241,21 @@ class VppDut(DutDriver):
             plugins=plugins_for(self._interface(host), self.p.mode), main_core=cpus[0],
             workers=workers, main_heap=self.p.heap_bytes(), buffers=self.p.buffers,
             page_size=self.p.page_size, stats_size=self.p.stats_bytes(),
-            stats_interval=self.p.stats_interval())
+            stats_interval=self.p.stats_interval(), dpdk=self._dpdk_ports(host, shm))
         self.vpp = VppProcess.start(inst, self._startup, host.exec)
         self._version = self.vpp.version
         self._tsc_hz = _base_frequency(self._api.cli("show cpu"))
+
+    def _dpdk_ports(self, host, file_prefix: str) -> DpdkPorts | None:
+        """The dpdk section: a net_af_packet vdev on each kernel port. (net_af_xdp
+        was tried: its ports come up but receive nothing, every frame counted as
+        rx_missed, with VPP's buffers as its mempool; not offered.)"""
+        if self._interface(host) != "dpdk":
+            return None
+        vdevs = tuple(f"net_af_packet{i},iface={p.dut.ifname}"
+                      for i, p in enumerate(list(host.ports)[:2]))
+        return DpdkPorts(file_prefix=file_prefix, vdevs=vdevs, hugepages=self.p.page_size != "4k",
+                         rx_desc=self.p.rxq_size, tx_desc=self.p.txq_size)
 
     def _configure(self, host, ports) -> None:
         api = self._api
@@ -248,15 +264,19 @@ class VppDut(DutDriver):
             # the kernel keeps off the DUT ports' traffic: VPP owns them now
             for p in ports:
                 host.exec.run(["ip", "addr", "flush", "dev", p.dut.ifname])
+        if self._interface(host) == "dpdk":
+            self._sw_if = _dpdk_interfaces(api, ports)
         for i, p in enumerate(ports):
-            self._sw_if[p.dut.ifname] = self._create_interface(
-                api, p, host.memif[i] if host.memif else None, i + 1)
+            if self._interface(host) != "dpdk":
+                self._sw_if[p.dut.ifname] = self._create_interface(
+                    api, p, host.memif[i] if host.memif else None, i + 1)
         # VPP's names for them (host-dut0, memif1/0): counters use the ports' names
         self._names = {d.interface_name: port for d in api.call("sw_interface_dump")
                        for port, sw in self._sw_if.items() if d.sw_if_index == sw}
         for p in ports:
             i = self._sw_if[p.dut.ifname]
-            api.call("sw_interface_set_mac_address", sw_if_index=i, mac_address=p.dut.mac)
+            if self._interface(host) != "dpdk":     # DPDK's vdev took the port's MAC
+                api.call("sw_interface_set_mac_address", sw_if_index=i, mac_address=p.dut.mac)
             api.call("sw_interface_set_flags", sw_if_index=i, flags=modes.ADMIN_UP)
             api.call("sw_interface_set_rx_mode", sw_if_index=i, queue_id_valid=False,
                      queue_id=0, mode=RX_MODES[self.p.rx_mode])
@@ -399,6 +419,23 @@ class VppDut(DutDriver):
             d["startup_conf"] = self._startup.render()
         d.update(self._config)
         return d
+
+
+def _dpdk_interfaces(api: VppApi, ports) -> dict[str, int]:
+    """The sw_if_index of each port's DPDK interface. VPP names a vdev's
+    interface by its link speed and DPDK port number (Ethernet0, ...), so a
+    vdev port is found by the MAC its driver took from the kernel port."""
+    dump = list(api.call("sw_interface_dump"))
+    out = {}
+    for p in ports:
+        hits = [d.sw_if_index for d in dump
+                if str(d.l2_address).lower() == p.dut.mac.lower() and d.sw_if_index != 0]
+        if len(hits) != 1:
+            seen = ", ".join(f"{d.interface_name} ({d.l2_address})" for d in dump)
+            raise DutError(f"vpp: {len(hits)} DPDK interfaces carry {p.dut.ifname}'s MAC "
+                           f"{p.dut.mac}, want 1 (VPP's interfaces: {seen})")
+        out[p.dut.ifname] = hits[0]
+    return out
 
 
 def _base_frequency(show_cpu: str) -> float | None:

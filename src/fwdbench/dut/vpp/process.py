@@ -101,6 +101,8 @@ class VppProcess:
                 proc.wait(5)
         self.exec.run(["find", "/dev/shm", "-maxdepth", "1", "-name",
                        f"{self.startup.shm_prefix}-*", "-delete"], check=False)
+        if self.startup.dpdk is not None:       # the EAL's runtime directory
+            self.exec.run(["rm", "-rf", self.startup.dpdk.run_dir], check=False)
         return errors
 
     def log_tail(self, lines: int = 15) -> str:

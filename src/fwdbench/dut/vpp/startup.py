@@ -6,6 +6,15 @@ named after the run (``api-segment prefix``), so runs never collide and a
 crashed run's leftovers are found by name. No hugepages are needed: the main
 heap, the buffers and the stats segment use 4 KiB pages unless the scenario
 asks for hugepages (``page_size``).
+
+DPDK ports (``dpdk``): a ``dpdk`` section naming the devices, PCI functions
+of real NICs (``dev <address> { name <port> }``, VPP's interface then carries
+the port's name) or EAL vdevs on kernel ports (``vdev net_af_packet0,iface=dut0``),
+with ``no-pci`` when there are none. With 4 KiB pages DPDK runs ``--no-huge``
+and ``no-shconf`` (VPP's buffers are its own, registered with DPDK; vdevs do
+no DMA); with hugepages VPP passes ``--in-memory`` itself. The EAL's
+``file-prefix`` is the run's shared-memory prefix, so the runtime directory it
+makes (/var/run/dpdk/<prefix>) is found by name after a crash.
 """
 from __future__ import annotations
 
@@ -14,7 +23,38 @@ from dataclasses import dataclass
 #: plugins every scenario loads, besides the ones its interfaces and mode need
 BASE_PLUGINS = ("ping",)
 #: plugin of each interface kind
-IFACE_PLUGINS = {"af_xdp": "af_xdp", "af_packet": "af_packet", "memif": "memif"}
+IFACE_PLUGINS = {"af_xdp": "af_xdp", "af_packet": "af_packet", "memif": "memif",
+                 "dpdk": "dpdk"}
+DPDK_RUN_DIR = "/var/run/dpdk"
+
+
+@dataclass(frozen=True)
+class DpdkPorts:
+    """startup.conf's ``dpdk`` section: the DUT ports as DPDK devices."""
+    file_prefix: str
+    vdevs: tuple[str, ...] = ()                 # EAL --vdev arguments, in port order
+    pci: tuple[tuple[str, str], ...] = ()       # (PCI address, VPP interface name)
+    hugepages: bool = False
+    rx_desc: int = 0                            # 0: the PMD's default
+    tx_desc: int = 0
+
+    @property
+    def run_dir(self) -> str:
+        return f"{DPDK_RUN_DIR}/{self.file_prefix}"
+
+    def render(self) -> str:
+        lines = [f"file-prefix {self.file_prefix}"]
+        if not self.hugepages:
+            lines += ["no-hugetlb", "no-shconf"]
+        if not self.pci:
+            lines.append("no-pci")
+        lines += [f"vdev {v}" for v in self.vdevs]
+        lines += [f"dev {addr} {{ name {name} }}" for addr, name in self.pci]
+        desc = " ".join(f"{k} {v}" for k, v in (("num-rx-desc", self.rx_desc),
+                                                 ("num-tx-desc", self.tx_desc)) if v)
+        if desc:
+            lines.append(f"dev default {{ {desc} }}")
+        return "dpdk {\n" + "".join(f"  {ln}\n" for ln in lines) + "}\n"
 #: plugins of each mode
 MODE_PLUGINS = {"nat": ("nat",)}
 
@@ -36,6 +76,7 @@ class Startup:
     #: [s] between the stats collector's updates of the per-node counters (VPP's
     #: default is 10 s); the driver waits for one update before it reads them
     stats_interval: float = 0.1
+    dpdk: DpdkPorts | None = None
 
     @property
     def cli_socket(self) -> str:
@@ -94,7 +135,7 @@ plugins {{
   plugin default {{ disable }}
 {plugins}
 }}
-"""
+""" + (self.dpdk.render() if self.dpdk is not None else "")
 
 
 def _mb(n: int) -> str:
