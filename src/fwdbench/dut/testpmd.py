@@ -17,9 +17,9 @@ of testpmd's own session over the run's ControlMaster connection
 stdout, so the per-trial counters come from the same commands and the same
 parser on both. When the driver's process dies, or the connection drops,
 testpmd reads EOF and quits by itself (closing its ports detaches the
-AF_XDP program); nothing like a FIFO or a keeper process is left on the DUT
-host. testpmd carries the run's tag in its environment there, so a later
-run would also stop one that did not quit.
+AF_XDP program): no FIFO or keeper process is needed on the DUT host, so
+none can be left there. testpmd carries the run's tag in its environment
+there, so a later run would also stop one that did not quit.
 
 Host state: everything on the DUT host goes through its executors
 (dpdk_host.py): the PMDs installed and the DPDK version, the tools,
