@@ -249,6 +249,11 @@ def lab_for_rx_mode(napi_prio: int, tuning: bool = True, dut_cpu: int = 1,
     ({"rx_mode": "poll", "sched_priority": 60}, [1], lab_for_rx_mode(50, ingress="afxdp"),
      ("poll", 60)),                                          # nothing of the lab's to starve
     ({}, [1], lab_for_rx_mode(50, tuning=False, ingress="afxdp"), ("poll", 0)),
+    # memif: poll at the priority the lab gives a polling data plane
+    ({}, [1], PortRx(ingress="memif", rt_priority=50), ("poll", 50)),
+    ({}, [1], PortRx(ingress="memif"), ("poll", 0)),
+    ({"sched_priority": 0}, [1], PortRx(ingress="memif", rt_priority=50), ("poll", 0)),
+    ({"rx_mode": "interrupt"}, [1], PortRx(ingress="memif", rt_priority=50), ("interrupt", 50)),
 ])
 def test_resolve_rx_mode(params, cpus, lab, want):
     assert resolve_rx_mode(VfwdParams(**params), cpus, lab) == want

@@ -76,6 +76,12 @@ def test_startup_conf_is_private_to_the_scenario():
         assert line in text, line
     assert "af_packet" not in text and "memif" not in text
     assert plugins_for("af_packet", "bridge") == ("ping", "af_packet")
+    assert "scheduler-policy" not in text
+    # on the lab's memif link: the polling threads at the lab's FIFO priority
+    fifo = Startup(run_dir="/r", shm_prefix="fb-x", plugin_dir="/p", plugins=("memif",),
+                   main_core=1, workers=(), main_heap=1 << 28, buffers=16384,
+                   fifo_priority=50).render()
+    assert "main-core 1\n  scheduler-policy fifo\n  scheduler-priority 50\n" in fifo
 
 
 def test_startup_conf_dpdk_section_for_vdevs_and_pci_devices():
@@ -545,6 +551,21 @@ def test_memif_link_falls_back_to_veth_only_where_the_testbed_asked():
         build_campaign(raw, "m.toml")
 
 
+def _dut_thread_policies(exe: str) -> set[tuple[int, int]]:
+    """(policy, priority) of every thread of the processes running ``exe``."""
+    seen = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.path.basename(os.readlink(f"/proc/{pid}/exe")) != exe:
+                continue
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                seen.add((os.sched_getscheduler(int(tid)),
+                          os.sched_getparam(int(tid)).sched_priority))
+        except OSError:
+            continue
+    return seen
+
+
 @pytest.mark.root
 @pytest.mark.parametrize("dut", [
     {"type": "vpp", "params": {"mode": "router"}},
@@ -581,6 +602,10 @@ def test_user_space_duts_forward_over_memif(dut):
                 r = execute(1.0, 20_000, attempt + 1, False)
             assert record["link"] == "memif" and len(record["memif"]) == 2
             assert all(m["socket"].startswith(run_dir) for m in record["memif"])
+            # the polling thread at the lab's FIFO priority where RT throttling is lifted
+            if str(tb.lab.rt_throttling).startswith(("lifted", "already")):
+                assert (os.SCHED_FIFO, tb.lab.cfg.napi_rt_priority) in _dut_thread_policies(
+                    {"vpp": "vpp", "vfwd": "vfwd", "testpmd": "dpdk-testpmd"}[dut["type"]])
         assert_all_forwarded(r, 20_000, dut["type"])
     assert not os.path.exists(run_dir)
 

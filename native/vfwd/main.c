@@ -80,13 +80,17 @@ static void *worker_main(void *arg)
 	const struct vf_config *c = w->cfg;
 	uint32_t idle = 0;
 	struct pollfd pfd[VF_MAX_PORTS];
+	/* At SCHED_FIFO a thread runs until it blocks or yields: yield after
+	 * every pass so that kernel threads of our priority (the NAPI threads
+	 * filling our RX rings) run between passes, and drain their 256-frame
+	 * veth rings while we work. memif ports have no such thread: there a
+	 * yield is only a system call per pass. */
+	int yield = 0;
+	for (uint32_t k = 0; k < c->n_ports; k++)
+		yield |= c->sched_priority > 0 && c->port[k].drv != VF_PORT_MEMIF;
 	while (!w->stop) {
 		uint32_t n = vf_worker_run_once(w);
-		/* At SCHED_FIFO a thread runs until it blocks or yields: yield
-		 * after every pass so that kernel threads of our priority (the
-		 * NAPI threads filling our RX rings) run between passes, and
-		 * drain their 256-frame veth rings while we work. */
-		if (c->sched_priority > 0)
+		if (yield)
 			sched_yield();
 		if (n) {
 			idle = 0;

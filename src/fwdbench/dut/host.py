@@ -47,7 +47,10 @@ class PortRx:
     generator's CPU filling AF_XDP rings), ``memif`` (no kernel: shared-memory
     rings the data plane polls) or ``nic`` (a real NIC's IRQs, not managed by
     fwdbench). ``rt_priority``: SCHED_FIFO priority of the NAPI
-    threads the testbed pinned (0: none pinned, or normal scheduling).
+    threads the testbed pinned (0: none pinned, or normal scheduling); on
+    ``memif``, the priority the data plane's polling thread should run at
+    (0: normal scheduling), so that this host's other work does not take its
+    CPU in the middle of a trial (docs/lab.md).
     """
     ingress: str = "nic"
     queue: int = 0               # [frames] of the ingress queue (cpumap/afxdp)

@@ -265,6 +265,7 @@ class DpdkTestpmdDut(DutDriver):
         self._argv: list[str] = []
         self._cpus: list[int] = []
         self._warnings: list[str] = []
+        self._fifo = 0
         self._version = ""
         self._peer_macs: dict[str, str] = {}
         self._memory: dict[str, Any] = {}
@@ -309,7 +310,7 @@ class DpdkTestpmdDut(DutDriver):
         each looked up through the host's executor."""
         ex, sysx = _executors(host)
         where = f" on {host.name}" if host is not None else ""
-        missing = ex.missing_tools([TESTPMD, "env", "taskset", "stdbuf", "ethtool"])
+        missing = ex.missing_tools([TESTPMD, "env", "taskset", "stdbuf", "ethtool", "chrt"])
         if TESTPMD in missing:
             raise DutError(f"testpmd: {TESTPMD} not found{where}; install Debian's dpdk-dev "
                            f"(apt-get install --no-install-recommends dpdk-dev)")
@@ -454,7 +455,8 @@ class DpdkTestpmdDut(DutDriver):
             "dpdk": self._version,
             "cpus": self._cpus,
             "memory": self._memory,
-            **({"memif_restarts": self._restarts} if self._memif else {}),
+            **({"memif_restarts": self._restarts, "fifo_priority": self._fifo}
+               if self._memif else {}),
             "file_prefix": self._prefix,
             "argv": self._argv,
             "peer_macs": self._peer_macs,
@@ -517,6 +519,8 @@ class DpdkTestpmdDut(DutDriver):
         if re.search(r"Fail to configure port|No probed ethernet devices|Cannot init|"
                      r"failed to create|Fail to start port", text):
             raise DutError(f"testpmd: net_{pmd} ports failed:\n{self._console.tail()}")
+        if self._memif:
+            self._fifo_workers(self._host.rx().rt_priority)
         since = self._console.mark()
         self._console.send("start")
         started = self._console.expect(
@@ -524,6 +528,30 @@ class DpdkTestpmdDut(DutDriver):
             and t.rstrip().endswith(PROMPT.rstrip()) or "Fail" in t, since, timeout=20)
         if started is None or "Fail" in started:
             raise DutError(f"testpmd: 'start' failed with net_{pmd}:\n{self._console.tail()}")
+
+    def _fifo_workers(self, prio: int) -> None:
+        """On the lab's memif link: the forwarding lcores at SCHED_FIFO ``prio`` (the
+        lab's priority for a polling data plane, dut.host.PortRx), as vfwd and VPP
+        run there. Only those: the main lcore shares the first DUT CPU and reads
+        the console, and a spinning FIFO thread of its priority would never let
+        it run."""
+        self._fifo = 0
+        if prio <= 0:
+            return
+        pid = self._proc.pid
+        tasks = self._exec.run(["ls", f"/proc/{pid}/task"], check=False).stdout.split()
+        workers = []
+        for tid in tasks:
+            comm = self._exec.run(["cat", f"/proc/{pid}/task/{tid}/comm"], check=False).stdout
+            if re.match(r"(lcore|rte|dpdk)-?worker", comm.strip()):
+                workers.append(tid)
+        if not workers:
+            self._warnings.append(f"no forwarding lcore thread found in testpmd ({pid}): "
+                                  f"it runs at normal priority")
+            return
+        for tid in workers:
+            self._exec.run(["chrt", "-f", "-p", str(prio), tid])
+        self._fifo = prio
 
     def recover_link(self, reason: str) -> str | None:
         """DPDK's memif server (22.11 here) sometimes stops answering a client after

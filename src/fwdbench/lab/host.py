@@ -43,7 +43,11 @@ class NetnsDutHost(DutHost):
     def rx(self) -> PortRx:
         lab = self.lab
         if self.memif:          # no kernel on the path: the data plane polls its rings
-            return PortRx(ingress="memif")
+            # ... at the NAPI threads' SCHED_FIFO priority where the lab lifted RT
+            # throttling (a spinning FIFO thread is else idled 50 ms a second)
+            lifted = str(getattr(lab, "rt_throttling", "")).startswith(("lifted", "already"))
+            prio = lab.cfg.napi_rt_priority if lab.cfg.kernel_tuning and lifted else 0
+            return PortRx(ingress="memif", rt_priority=prio)
         if not lab.cfg.kernel_tuning:
             return PortRx(ingress="napi", napi_cpu=None, rt_priority=0)
         return PortRx(ingress=lab.dut_ingress, queue=lab.dut_queue,

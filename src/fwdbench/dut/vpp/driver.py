@@ -241,7 +241,8 @@ class VppDut(DutDriver):
             plugins=plugins_for(self._interface(host), self.p.mode), main_core=cpus[0],
             workers=workers, main_heap=self.p.heap_bytes(), buffers=self.p.buffers,
             page_size=self.p.page_size, stats_size=self.p.stats_bytes(),
-            stats_interval=self.p.stats_interval(), dpdk=self._dpdk_ports(host, shm))
+            stats_interval=self.p.stats_interval(), dpdk=self._dpdk_ports(host, shm),
+            fifo_priority=host.rx().rt_priority if host.memif else 0)
         self.vpp = VppProcess.start(inst, self._startup, host.exec)
         self._version = self.vpp.version
         self._tsc_hz = _base_frequency(self._api.cli("show cpu"))

@@ -77,6 +77,10 @@ class Startup:
     #: default is 10 s); the driver waits for one update before it reads them
     stats_interval: float = 0.1
     dpdk: DpdkPorts | None = None
+    #: SCHED_FIFO priority of VPP's threads (0: normal scheduling): on the lab's
+    #: memif link the polling data plane runs at the NAPI threads' priority
+    #: (dut.host.PortRx.rt_priority)
+    fifo_priority: int = 0
 
     @property
     def cli_socket(self) -> str:
@@ -98,6 +102,8 @@ class Startup:
         cpu = f"main-core {self.main_core}"
         if self.workers:
             cpu += f"\n  corelist-workers {','.join(map(str, self.workers))}"
+        if self.fifo_priority:
+            cpu += f"\n  scheduler-policy fifo\n  scheduler-priority {self.fifo_priority}"
         plugins = "\n".join(f"  plugin {p}_plugin.so {{ enable }}" for p in self.plugins)
         return f"""# written by fwdbench's vpp driver
 unix {{
