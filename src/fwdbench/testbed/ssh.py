@@ -10,8 +10,10 @@ Entering the testbed, before the first trial:
    connection, a crash) is removed (remote/leftovers.py);
 4. this run's directory is made there, with its state file;
 5. the ports are resolved (PCI address -> interface, MACs, NUMA node,
-   checked against the campaign), the tester's ports looked up on this
-   host; the DUT ports get the lab's addressing plan (addresses, static
+   checked against the campaign; a PCI address bound to a DPDK driver
+   stays a NIC without an interface, for DUTs that drive it with DPDK:
+   dut/pci.py), the tester's ports looked up on this host; the DUT's
+   kernel ports get the lab's addressing plan (addresses, static
    neighbours of the tester ports, rp_filter off), the values they had are
    saved in the state file;
 6. fwdbench's programs for DUTs are copied there, versioned by their
