@@ -176,6 +176,22 @@ def test_executor_runs_argv_files_and_programs_on_the_dut_host(rig):
         while not os.path.exists(sock) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert ex.unix_request(sock, b"stats\n") == b"stats\n"
+        # a program on its console (testpmd's way): the session's stdin is its stdin,
+        # one line at a time over the open session; EOF when fwdbench closes it
+        import subprocess
+        fed = ex.popen(["sh", "-c", 'while read -r l; do echo "got $l"; done; echo eof'],
+                       stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert fed.pid and b"FWDBENCH_RUN=fb-unit1" in Path(
+            f"/proc/{fed.pid}/environ").read_bytes().split(b"\0")
+        for line in (b"start", b"show port stats all"):
+            fed.stdin.write(line + b"\n")
+            fed.stdin.flush()
+            assert fed.stdout.readline() == b"got " + line + b"\n"
+        fed.stdin.close()
+        assert fed.stdout.read() == b"eof\n" and fed.wait(10) == 0
+        with open(os.devnull) as null, pytest.raises(LabError, match="its stdin on the DUT "
+                                                                      "host dut-rig is the SSH"):
+            ex.popen(["cat"], stdin=null)
         # a program whose session ends with the connection is stopped by its watchdog
         orphan = ex.popen(["sleep", "301"])
     finally:
@@ -435,27 +451,186 @@ params = { mode = "router" }
     assert ns_pids(rig.tg_ns) == []         # no ssh master, no fwdgen left on the tester
 
 
-# --- a DUT the ssh testbed cannot run yet ------------------------------------------------------
+# --- testpmd: its console over the session, its hugepages on the DUT host ----------------------
 
-def test_testpmd_is_refused_before_anything_is_measured(rig):
-    tp = '\n[[dut]]\nname = "tp"\ntype = "testpmd"\nparams = { mode = "mac" }\n'
-    lr = '\n[[dut]]\nname = "lr"\ntype = "linux"\nparams = { mode = "router" }\n'
-    before = rig.dut_state()
-    path = campaign(rig, TRIAL + lr + tp, "tp")
-    cp = rig.fwdbench_run(["run", str(path), "--out", str(rig.dir / "tp.sqlite"), "--no-report"])
-    err = " ".join(cp.stderr.split())
-    assert cp.returncode == 3, cp.stderr
-    assert "testpmd: runs on the netns lab only for now, not on the ssh DUT host dut-rig" in err
-    assert _trials(rig.dir / "tp.sqlite") == []
-    assert rig.dut_state() == before and rig.run_dirs() == []
-    # optional: its scenarios are skipped with the reason, the others run
-    path = campaign(rig, TRIAL + lr + tp.replace('"mac" }', '"mac" }\noptional = true'), "tpo")
-    cp = rig.fwdbench_run(["run", str(path), "--out", str(rig.dir / "tpo.sqlite"),
-                           "--no-report"])
+TESTPMD = '''
+[[dut]]
+name = "tpm"
+type = "testpmd"
+params = { mode = "mac", memory_mb = 128 }
+
+[[dut]]
+name = "tpio"
+type = "testpmd"
+params = { mode = "io", hugepages = "off" }
+'''
+
+
+def _testpmd_available():
+    from fwdbench.dut.testpmd import DpdkTestpmdDut
+    try:
+        DpdkTestpmdDut({}).check()      # the rig's DUT host is this machine: the same DPDK
+    except Exception as e:
+        pytest.skip(str(e))
+
+
+def _dpdk_state(rig) -> dict:
+    """What testpmd can leave on the DUT host: hugepages, mounts, runtime dirs, its
+    reservation records (seen from inside the DUT host)."""
+    from sshrig import run as sh
+    mounts = sh(rig.enter() + ["cat", "/proc/mounts"]).stdout
+    return {
+        "nr_hugepages": sh(rig.enter() + ["cat", "/proc/sys/vm/nr_hugepages"]).stdout.strip(),
+        "hugetlbfs": sorted(ln.split()[1] for ln in mounts.splitlines()
+                            if ln.split()[2] == "hugetlbfs"),
+        "runtime_dirs": sorted(sh(rig.enter() + ["find", "/var/run/dpdk", "-mindepth", "1",
+                                                 "-maxdepth", "1", "-name", "fwdbench-*"],
+                                  check=False).stdout.split()),
+        "reservations": sorted(sh(rig.enter() + ["find", "/run/fwdbench-dpdk", "-mindepth", "1"],
+                                  check=False).stdout.split()),
+    }
+
+
+def test_testpmd_forwards_over_ssh_with_its_console_counters(rig):
+    _testpmd_available()
+    before, dpdk_before = rig.dut_state(), _dpdk_state(rig)
+    path = campaign(rig, TRIAL + TESTPMD, "tp", rig.testbed_toml("dut-rig-sudo"))
+    db = rig.dir / "tp.sqlite"
+    cp = rig.fwdbench_run(["run", str(path), "--out", str(db), "--no-report"])
     assert cp.returncode == 0, cp.stderr
-    assert "skipping dut 'tp' (optional, not available here): testpmd: runs on the netns lab" \
-        in " ".join(cp.stderr.split())
-    assert [t["status"] for t in _trials(rig.dir / "tpo.sqlite")] == ["done"]
+    done, scen = results(db)
+    assert len(done) == 2 == len(scen)
+    by_id = {s["id"]: s for s in scen}
+    for t in done:
+        r, c = t.result, t.result.dut_counters
+        assert_all_forwarded(r, 10000, by_id[t.scenario_id]["dut_name"])
+        # testpmd's own counters, read on its console over the session: the trial's
+        # frames (and its warm-up's, and IPv6 ND) in at port 0, out at port 1
+        assert 10000 <= c["port0.rx_packets"] <= 12010, c
+        assert c["port1.tx_packets"] >= r.rx_packets, c
+        assert c["fwd.tx_dropped"] == 0 and c["port0.fwd.rx_packets"] == c["port0.rx_packets"]
+        procs = r.meters["cpu"]["processes"]
+        assert [p["comm"] for p in procs.values()] == ["dpdk-testpmd"]
+    d = {s["dut_name"]: s["describe"] for s in scen}
+    assert d["tpm"]["dut_host"] == "dut-rig-sudo" and d["tpm"]["dpdk"]
+    assert d["tpm"]["pmd_used"] == "af_xdp"
+    # the hugepages were reserved on the DUT host (it had none free), in its mount namespace
+    mem = d["tpm"]["memory"]
+    assert mem["hugepages"] is True and mem["reserved_pages"] == 64, mem
+    assert mem["huge_dir"] == f"/run/fwdbench-dpdk/{d['tpm']['file_prefix']}"
+    assert d["tpio"]["memory"]["hugepages"] is False
+    # nothing of testpmd is left there: pages given back, unmounted, runtime dirs gone
+    assert _dpdk_state(rig) == dpdk_before
+    assert rig.dut_state() == before and rig.run_dirs() == []
+
+
+def test_a_killed_controller_leaves_testpmd_to_quit_and_the_next_run_cleans(rig):
+    _testpmd_available()
+    body = '''
+[trial]
+duration = "3s"
+warmup = "0.2s"
+warmup_trial = false
+
+[[profile]]
+name = "p"
+
+[search]
+type = "sweep"
+loads = ["10kpps", "20kpps", "30kpps"]
+
+[[dut]]
+name = "tp"
+type = "testpmd"
+params = { mode = "io", memory_mb = 128 }
+'''
+    path = campaign(rig, body, "tpkill")
+    db = rig.dir / "tpkill.sqlite"
+    before, dpdk_before = rig.dut_state(), _dpdk_state(rig)
+    p = rig.fwdbench(["run", str(path), "--out", str(db), "--no-report"])
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if "dpdk-testpmd" in rig.dut_programs() and db.exists() and any(
+                    t["status"] == "running" for t in _trials(db)):
+                break
+            assert p.poll() is None, p.communicate()
+            time.sleep(0.05)
+        os.killpg(p.pid, signal.SIGKILL)        # the controller dies, with no cleanup
+        p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    # testpmd read EOF on its console (its ssh session ended) and quit by itself
+    deadline = time.monotonic() + 30
+    while "dpdk-testpmd" in rig.dut_programs() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "dpdk-testpmd" not in rig.dut_programs()
+    links = json.loads(rig.dut(["ip", "-j", "-d", "link", "show"]).stdout)
+    assert not [ln["ifname"] for ln in links if ln["ifname"] in ("rd0", "rd1") and ln.get("xdp")]
+    # its reservation and runtime directory stay until the next run on the DUT host
+    left = _dpdk_state(rig)
+    assert int(left["nr_hugepages"]) == int(dpdk_before["nr_hugepages"]) + 64, left
+    new_mounts = [m for m in left["hugetlbfs"] if m not in dpdk_before["hugetlbfs"]]
+    assert len(new_mounts) == 1, left
+    prefix = new_mounts[0].rsplit("/")[-1]
+    assert f"/var/run/dpdk/{prefix}" in left["runtime_dirs"]
+    assert len(rig.run_dirs()) == 1
+    from fwdbench.lab.cleanup import ns_pids
+    for pid in ns_pids(rig.tg_ns):          # what of the dead controller is left on the tester
+        os.kill(pid, signal.SIGKILL)
+    cp = rig.fwdbench_run(["run", "--resume", str(db), "--no-report"])
+    assert cp.returncode == 0, cp.stderr
+    notes = " ".join(cp.stderr.split())
+    assert re.search(rf"removed what run fb-[0-9a-f]{{6}} left on the DUT host dut-rig: .*"
+                     rf"DPDK runtime directories {prefix}; the hugepages reserved for {prefix} "
+                     rf"\(unmounted, given back\)", notes), cp.stderr
+    done, _ = results(db)
+    assert len(done) == 3
+    for t in done:
+        assert_all_forwarded(t.result, t.result.tx_packets)
+    assert _dpdk_state(rig) == dpdk_before
+    assert rig.dut_state() == before and rig.run_dirs() == []
+
+
+@pytest.mark.parametrize("params,needle", [
+    ('{ cores = 2 }', "dut[0].params.cores: 2 forwarding cores but the testbed gives the DUT "
+                      "1 CPU(s); at most 1"),
+    ('{ pmd = "vhost" }', "dut[0].params.pmd: 'vhost'"),
+    ('{ hugepages = "always" }', "dut[0].params.hugepages"),
+])
+def test_testpmd_bad_params_are_one_line_before_the_dut_host_is_touched(rig, params, needle):
+    before = rig.dut_state()
+    body = TRIAL + f'\n[[dut]]\nname = "tp"\ntype = "testpmd"\nparams = {params}\n'
+    path = campaign(rig, body, "tpbad")
+    cp = rig.fwdbench_run(["run", str(path), "--out", str(rig.dir / "tpbad.sqlite"),
+                           "--no-report"], timeout=120)
+    err = " ".join(cp.stderr.split())
+    assert cp.returncode == 2, cp.stderr
+    assert err.count("error:") == 1 and needle in err, cp.stderr
+    assert "Traceback" not in cp.stderr
+    assert rig.dut_state() == before and rig.run_dirs() == []
+
+
+def test_testpmd_that_does_not_start_on_the_dut_host_says_why_with_its_output(rig):
+    _testpmd_available()
+    # more RX descriptors than its mbuf pool holds: testpmd cannot set up its ports
+    bad = ('\n[[dut]]\nname = "tp"\ntype = "testpmd"\n'
+           'params = { pmd = "af_xdp", mbufs = 2048, rxd = 8192, hugepages = "off" }\n')
+    lr = '\n[[dut]]\nname = "lr"\ntype = "linux"\nparams = { mode = "router" }\n'
+    before, dpdk_before = rig.dut_state(), _dpdk_state(rig)
+    path = campaign(rig, TRIAL + lr + bad, "tpfail")
+    db = rig.dir / "tpfail.sqlite"
+    cp = rig.fwdbench_run(["run", str(path), "--out", str(db), "--no-report"])
+    assert cp.returncode == 3, cp.stderr
+    err = " ".join(cp.stderr.split())
+    assert "testpmd: net_af_xdp ports failed" in err or "did not start with net_af_xdp" in err, \
+        cp.stderr
+    assert "Traceback" not in cp.stderr
+    assert [t["status"] for t in _trials(db)] == ["done"]     # the linux DUT's trial stays
+    assert "dpdk-testpmd" not in rig.dut_programs()
+    assert _dpdk_state(rig) == dpdk_before
+    assert rig.dut_state() == before and rig.run_dirs() == []
 
 
 # --- one campaign file, two testbeds -------------------------------------------------------------

@@ -292,7 +292,7 @@ from fwdbench.dut.testpmd import DpdkTestpmdDut
 from fwdbench.lab import Lab, LabConfig
 cpus = sorted(os.sched_getaffinity(0))
 lab = Lab.up(LabConfig(gen_cpu=cpus[0], dut_cpu=cpus[-1]))
-d = DpdkTestpmdDut({"mode": "io"})
+d = DpdkTestpmdDut(json.loads(sys.argv[1]) if len(sys.argv) > 1 else {"mode": "io"})
 d.setup(lab.dut_host())
 print(json.dumps({"run_id": lab.run_id, "dut_ns": lab.dut_ns,
                   "prefix": d.describe()["file_prefix"], "pid": d.pids()[0]}), flush=True)
@@ -341,3 +341,45 @@ def test_testpmd_quits_with_a_crashed_driver(lab):
     finally:
         d.teardown()
     assert not os.path.exists(f"{RUN_DIR}/{d.describe()['file_prefix']}")
+
+
+@pytest.mark.root
+def test_lab_down_all_gives_back_a_crashed_runs_hugepages(lab):
+    """A driver killed with hugepages reserved for its testpmd: `fwdbench lab down
+    --all` removes its runtime directory, unmounts its hugetlbfs and gives the pages
+    back, as the next testpmd setup would."""
+    def nr() -> int:
+        with open("/proc/sys/vm/nr_hugepages") as f:
+            return int(f.read())
+    params = {"mode": "io", "memory_mb": 128, "hugepages": "reserve"}
+    before = nr()
+    child = subprocess.Popen([sys.executable, "-c", _CRASH_CHILD, json.dumps(params)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        info = json.loads(child.stdout.readline())
+        prefix = info["prefix"]
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+        assert wait_until(lambda: _gone(info["pid"]), timeout=20)
+        with open("/proc/mounts") as f:
+            assert f"/run/fwdbench-dpdk/{prefix} " in f.read()
+        with open(f"/run/fwdbench-dpdk/{prefix}.json") as f:
+            added = json.load(f)["added"]
+        assert os.path.exists(f"{RUN_DIR}/{prefix}") and nr() == before + added
+        down = subprocess.run([sys.executable, "-m", "fwdbench.cli", "lab", "down", "--all"],
+                              capture_output=True, text=True, timeout=120)
+        assert down.returncode == 0, down.stderr
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    out = " ".join(down.stdout.split())
+    assert f"DPDK runtime directories {prefix}" in out and \
+        f"the hugepages reserved for {prefix}" in out, out
+    assert nr() == before
+    with open("/proc/mounts") as f:
+        assert prefix not in f.read()
+    assert not glob.glob(f"/run/fwdbench-dpdk/{prefix}*")
+    assert not os.path.exists(f"{RUN_DIR}/{prefix}")
+    assert not os.path.exists(f"/run/netns/{info['dut_ns']}")
+

@@ -274,9 +274,17 @@ def lab_down(run_id: Optional[str] = typer.Argument(None, help="lab id (see 'lab
     """Remove a lab, or with --all every leftover of a crashed run."""
     from .lab import down_all, down_lab
     if all_:
+        from .dut.dpdk_host import sweep_stale_hugepages, sweep_stale_runtime_dirs
         removed = down_all()
         out.print(f"removed {len(removed)} leftover lab(s)" +
                   (": " + ", ".join(removed) if removed else ""), highlight=False)
+        # testpmd's on this host: runtime dirs nobody locks, reservations of dead owners
+        dirs, huge = sweep_stale_runtime_dirs(), sweep_stale_hugepages()
+        if dirs or huge:
+            out.print("removed what crashed testpmd runs left: "
+                      + "; ".join(([f"DPDK runtime directories {', '.join(dirs)}"] if dirs else [])
+                                  + ([f"the hugepages reserved for {', '.join(huge)}"]
+                                     if huge else [])), highlight=False, markup=False)
     elif run_id:
         try:
             down_lab(run_id)

@@ -101,6 +101,13 @@ class DutHost(ABC):
         """How the DUT is linked to the tester: ``veth`` (kernel ports) or ``memif``."""
         return "memif" if self.memif else "veth"
 
+    @property
+    def system_exec(self) -> Executor:
+        """The executor for this host's host-wide state (mounts, ``vm.*`` sysctls,
+        /run and /var/run files, installed packages): ``exec`` unless that runs in a
+        private view of the host (the lab's namespace)."""
+        return self.exec
+
     @abstractmethod
     def rx(self) -> PortRx:
         """How the DUT ports receive now."""

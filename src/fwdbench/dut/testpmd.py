@@ -1,30 +1,52 @@
 """`dut = "testpmd"`: DPDK's testpmd forwarding between the two DUT ports.
 
-testpmd (Debian ``dpdk-dev``) runs in the DUT namespace on ``net_af_xdp``
-vdevs bound to dut0/dut1 (``net_af_packet`` as fallback), pinned to the DUT
-CPU with its main lcore, in interactive mode: the driver talks to it through
-its stdin/stdout (``start``, ``show port stats all``, ``show fwd stats all``,
-``quit``). Forward modes: ``io`` (frames unchanged) and ``mac`` (source MAC
-= egress port, destination MAC = the generator port behind it).
+testpmd (Debian ``dpdk-dev``) runs on the DUT host (the lab's DUT namespace,
+or a DUT host over SSH) on ``net_af_xdp`` vdevs bound to its two ports
+(``net_af_packet`` as fallback), pinned to the DUT CPU with its main lcore,
+in interactive mode: the driver talks to it on its console
+(``start``, ``show port stats all``, ``show fwd stats all``, ``quit``).
+Forward modes: ``io`` (frames unchanged) and ``mac`` (source MAC = egress
+port, destination MAC = the generator port behind it).
+
+The console is testpmd's stdin and stdout, on both testbeds one code path
+(``_Console``): the host's executor starts it with ``stdin=PIPE``. On the
+lab that is a pipe of this process; on a DUT host over SSH it is the stdin
+of testpmd's own session over the run's ControlMaster connection
+(remote/executor.py): each command is a line written into the open session
+(no new SSH session per command), its answer read from the session's
+stdout, so the per-trial counters come from the same commands and the same
+parser on both. When the driver's process dies, or the connection drops,
+testpmd reads EOF and quits by itself (closing its ports detaches the
+AF_XDP program): no FIFO or keeper process is needed on the DUT host, so
+none can be left there. testpmd carries the run's tag in its environment
+there, so a later run would also stop one that did not quit.
+
+Host state: everything on the DUT host goes through its executors
+(dpdk_host.py): the PMDs installed and the DPDK version, the tools,
+hugepages, the hugetlbfs mount and the DPDK runtime directories through
+``host.system_exec`` (the DUT host itself; on the lab this machine's root
+namespace, since ``ip netns exec`` would keep a mount private), the ports'
+promiscuous mode, queues (ethtool) and XDP leftovers through ``host.exec``.
 
 Memory: hugepages when a hugetlbfs with enough free pages is mounted or they
 can be reserved for the run (vm.nr_hugepages raised by what is missing, a
-private hugetlbfs mount; both undone in teardown, or by the next run after a
-crash), otherwise ``--no-huge`` with a small mbuf pool
-(--total-num-mbufs=32768 -m 1024).
+private hugetlbfs mount; both undone in teardown, or after a crash by the
+next testpmd setup on that host, and on a DUT host over SSH by the next
+run's sweep of a crashed run, remote/leftovers.py), otherwise ``--no-huge``
+with a small mbuf pool (--total-num-mbufs=32768 -m 1024).
 
 Counters (cumulative): ``port<N>.<rx_packets|rx_missed|rx_bytes|rx_errors|
 rx_nombuf|tx_packets|tx_errors|tx_bytes>`` (ethdev; rx_missed is the AF_XDP
 socket's ring overflow), ``port<N>.fwd.<rx|tx>_<packets|dropped|total>`` and
-``fwd.*`` (testpmd's forwarding stats). ``pids()`` is testpmd's pid.
-net_af_xdp takes one queue per veth port (a veth has no combined channels);
-more queues use net_af_packet.
+``fwd.*`` (testpmd's forwarding stats). ``pids()`` is testpmd's pid (on the
+DUT host). net_af_xdp takes one queue per veth port (a veth has no combined
+channels); more queues use net_af_packet.
 
 Cleanup (teardown, also after a failed start): quit testpmd (EOF on its
 stdin makes it quit too, so it does not outlive a crashed driver), then
 remove /var/run/dpdk/<file-prefix>, its hugepage files, undo promiscuous mode
-and queue (channel) changes on the ports, and detach an AF_XDP program left
-behind.
+and queue (channel) changes on the ports, detach an AF_XDP program left
+behind and give back reserved hugepages.
 """
 from __future__ import annotations
 
@@ -32,7 +54,6 @@ import glob
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import threading
 import time
@@ -44,14 +65,13 @@ from ..errors import CampaignError, DutError
 from ..validation import parse_params
 from . import register
 from .base import DutDriver
+from .dpdk_host import (HUGE_ROOT, PMD_GLOBS, PREFIX_STEM, RUN_DIR, available_pmds,  # noqa: F401
+                        dpdk_version, hugepage_meminfo, hugetlbfs_mount, release_hugepages,
+                        reserve_hugepages, sweep_stale_hugepages, sweep_stale_runtime_dirs)
+from .dpdk_host import proc_start as _proc_start  # noqa: F401
 
 TESTPMD = "dpdk-testpmd"
 PROMPT = "testpmd> "
-PMD_GLOBS = ("/usr/lib/*/dpdk/pmds-*/librte_net_{name}.so*", "/usr/lib/dpdk/pmds-*/librte_net_{name}.so*",
-             "/usr/local/lib*/dpdk/pmds-*/librte_net_{name}.so*",
-             "/usr/lib/*/librte_net_{name}.so*")
-RUN_DIR = "/var/run/dpdk"
-PREFIX_STEM = "fwdbench-"  # every --file-prefix this driver uses starts with it
 NO_HUGE_MBUFS = 32768
 MAX_BURST = 512  # testpmd's MAX_PKT_BURST
 
@@ -98,55 +118,12 @@ class TestpmdParams(BaseModel):
 
 
 def pmd_available(name: str) -> bool:
+    """This machine has DPDK's net_<name> (plan time, and the lab's ingress choice;
+    on a DUT host the driver asks dpdk_host.available_pmds through its executor)."""
     for pattern in PMD_GLOBS:
         if glob.glob(pattern.format(name=name)):
             return True
     return False
-
-
-def sweep_stale_runtime_dirs(run_dir: str = RUN_DIR) -> list[str]:
-    """Remove /var/run/dpdk/fwdbench-* left by crashed runs (host-local).
-
-    A live DPDK primary process holds a write lock on <dir>/config; a dir
-    whose lock can be taken belongs to no running process.
-    """
-    import fcntl
-    removed = []
-    for d in sorted(glob.glob(os.path.join(run_dir, PREFIX_STEM + "*"))):
-        cfg = os.path.join(d, "config")
-        try:
-            fd = os.open(cfg, os.O_RDWR)
-        except FileNotFoundError:
-            fd = None
-            try:  # no config yet: maybe a process starting right now
-                if time.time() - os.stat(d).st_mtime < 120:
-                    continue
-            except OSError:
-                continue
-        except OSError:
-            continue
-        try:
-            if fd is not None:
-                try:
-                    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    continue  # in use
-            shutil.rmtree(d, ignore_errors=True)
-            removed.append(os.path.basename(d))
-        finally:
-            if fd is not None:
-                os.close(fd)
-    return removed
-
-
-def dpdk_version() -> str:
-    """Version of the installed DPDK runtime (dpkg), '' if unknown."""
-    try:
-        r = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "dpdk-dev"],
-                           capture_output=True, text=True, timeout=10)
-        return r.stdout.strip() if r.returncode == 0 else ""
-    except OSError:
-        return ""
 
 
 # ---- parsing testpmd's output (tested on recorded output) ------------------------
@@ -272,6 +249,7 @@ class DpdkTestpmdDut(DutDriver):
         self.afxdp_rx = (self.p.pmd == "af_xdp" or self.p.pmd == "auto" and self.p.queues == 1
                          and pmd_available("af_xdp"))
         self._exec = None
+        self._sys = None        # executor of the host-wide state (DutHost.system_exec)
         self._host = None
         self._memif = None
         self._dut_macs: list[str] = []
@@ -303,17 +281,17 @@ class DpdkTestpmdDut(DutDriver):
         if p.queues > ncpu:
             raise CampaignError(f"{where}.queues: {p.queues} queues is more than the "
                                 f"lab's veth ports have ({ncpu}, one per CPU); allowed 1..{ncpu}")
-        if p.cores > max(1, ncpu - 1):
-            raise CampaignError(f"{where}.cores: {p.cores} forwarding cores do not fit "
-                                f"beside the generator on {ncpu} CPUs; allowed 1..{max(1, ncpu - 1)}")
         if p.pmd == "af_xdp" and p.queues > 1:
             raise CampaignError(f"{where}.queues: net_af_xdp takes one queue per port on a veth "
                                 f"(a veth has no combined channels); use queues = 1, or "
                                 f"pmd = \"af_packet\" (or \"auto\") for {p.queues} queues")
-        if p.pmd != "auto" and not pmd_available(p.pmd):
-            raise CampaignError(f"{where}.pmd: DPDK's net_{p.pmd} driver is not "
-                                f"installed (Debian: librte-net-{p.pmd.replace('_', '-')}23)")
         return p.model_dump(mode="json")
+
+    @classmethod
+    def fits_testbed(cls, params: dict[str, Any], dut_cpus: int | None, where: str) -> None:
+        if dut_cpus is not None and params.get("cores", 1) > dut_cpus:
+            raise CampaignError(f"{where}.cores: {params['cores']} forwarding cores but the "
+                                f"testbed gives the DUT {dut_cpus} CPU(s); at most {dut_cpus}")
 
     def peer_macs(self, host=None) -> dict[str, str]:
         """Destination MAC the generator writes on each tg port for this mode."""
@@ -327,32 +305,37 @@ class DpdkTestpmdDut(DutDriver):
         return {p.tg_ifname: p.dut_mac for p in ports}
 
     def check(self, host=None) -> None:
-        # DPDK's PMDs, hugepages and runtime dirs are looked up on this machine:
-        # the netns lab's DUT host
-        if host is not None and host.kind != "netns":
-            raise DutError(f"testpmd: runs on the netns lab only for now, not on the {host.kind} "
-                           f"DUT host {host.name}: fwdbench reserves its hugepages (vm.nr_hugepages, "
-                           f"a hugetlbfs mount), its DPDK runtime directory and PMD list on "
-                           f"this machine, and drives it on stdin, which a command over SSH "
-                           f"cannot take; on {host.name} use vfwd, xdp, linux or vpp")
-        if not shutil.which(TESTPMD):
-            raise DutError(f"testpmd: {TESTPMD} not found; install Debian's dpdk-dev "
+        """testpmd, its helpers and a port PMD on the DUT host (None: this machine),
+        each looked up through the host's executor."""
+        ex, sysx = _executors(host)
+        where = f" on {host.name}" if host is not None else ""
+        missing = ex.missing_tools([TESTPMD, "env", "taskset", "stdbuf", "ethtool"])
+        if TESTPMD in missing:
+            raise DutError(f"testpmd: {TESTPMD} not found{where}; install Debian's dpdk-dev "
                            f"(apt-get install --no-install-recommends dpdk-dev)")
-        if not (pmd_available("af_xdp") or pmd_available("af_packet")):
-            raise DutError("testpmd: neither net_af_xdp nor net_af_packet is installed "
-                           "(Debian: librte-net-af-xdp23, librte-net-af-packet23)")
-        for tool in ("taskset", "stdbuf", "ethtool"):
-            if not shutil.which(tool):
-                raise DutError(f"testpmd: {tool} not found (coreutils, util-linux, ethtool)")
+        if missing:
+            raise DutError(f"testpmd: {', '.join(missing)} not found{where} (coreutils, "
+                           f"util-linux, ethtool)")
+        have = available_pmds(sysx)
+        if host is not None and host.memif:
+            if "memif" not in have:
+                raise DutError(f"testpmd: DPDK's net_memif driver is not installed{where} "
+                               f"(Debian: librte-net-memif23)")
+        elif self.p.pmd != "auto" and self.p.pmd not in have:
+            raise DutError(f"testpmd: DPDK's net_{self.p.pmd} driver is not installed{where} "
+                           f"(Debian: librte-net-{self.p.pmd.replace('_', '-')}23); use pmd = "
+                           f"\"auto\" to take what is there")
+        elif not {"af_xdp", "af_packet"} & have:
+            raise DutError(f"testpmd: neither net_af_xdp nor net_af_packet is installed{where} "
+                           f"(Debian: librte-net-af-xdp23, librte-net-af-packet23)")
 
     # ---- lifecycle ------------------------------------------------------------
 
     def setup(self, host) -> None:
         if self._exec is not None:
             raise DutError("testpmd: setup() called twice without teardown()")
-        if host.kind != "netns":
-            self.check(host)        # says why not
         self._exec = host.exec
+        self._sys = host.system_exec
         self._host = host
         self._peer_macs = self.peer_macs(host)
         ports = list(host.ports)[:2]
@@ -369,8 +352,9 @@ class DpdkTestpmdDut(DutDriver):
                            f"{len(dut_cpus)} CPU(s) ({dut_cpus}); lower cores")
         self._cpus = dut_cpus[:self.p.cores]
         self._prefix = f"{PREFIX_STEM}{secrets.token_hex(4)}"
-        self._version = dpdk_version()
-        swept = sweep_stale_runtime_dirs() + sweep_stale_hugepages()
+        self._version = dpdk_version(self._sys)
+        swept = (sweep_stale_runtime_dirs(ex=self._sys)
+                 + sweep_stale_hugepages(ex=self._sys))
         if swept:
             self._warnings.append(f"removed runtime dirs of crashed runs: {', '.join(swept)}")
         try:
@@ -387,7 +371,8 @@ class DpdkTestpmdDut(DutDriver):
                 pmds = ["af_packet"]  # net_af_xdp: one queue per port on a veth
                 self._warnings.append(f"queues = {self.p.queues}: net_af_packet (net_af_xdp "
                                       f"takes one queue per veth port)")
-            pmds = [x for x in pmds if pmd_available(x)] or pmds
+            have = available_pmds(self._sys)
+            pmds = [x for x in pmds if x in have] or pmds
             self._prepare_memory()
             self._memory = {"hugepages": bool(self._huge.get("dir")),
                             "huge_dir": self._huge.get("dir"),
@@ -454,6 +439,7 @@ class DpdkTestpmdDut(DutDriver):
             self._restore_ports()
         self._release_memory()
         self._exec = None
+        self._sys = None
         self._host = None
         if errors:
             raise DutError("; ".join(errors))
@@ -521,8 +507,13 @@ class DpdkTestpmdDut(DutDriver):
         since = 0
         text = self._console.expect(lambda t: PROMPT in t, since, timeout=60)
         if text is None or self._proc.poll() is not None:
+            try:        # over SSH its session ends a moment after testpmd
+                rc = self._proc.wait(timeout=3)
+            except subprocess.TimeoutExpired:
+                rc = None
             raise DutError(f"testpmd did not start with net_{pmd} "
-                           f"(exit {self._proc.poll()}):\n{self._console.tail()}")
+                           f"({'still running, no prompt within 60 s' if rc is None else f'exit {rc}'})"
+                           f":\n{self._console.tail()}")
         if re.search(r"Fail to configure port|No probed ethernet devices|Cannot init|"
                      r"failed to create|Fail to start port", text):
             raise DutError(f"testpmd: net_{pmd} ports failed:\n{self._console.tail()}")
@@ -643,13 +634,14 @@ class DpdkTestpmdDut(DutDriver):
         if not self._prefix:
             return
         run_dir = f"{RUN_DIR}/{self._prefix}"
-        self._exec.run(["rm", "-rf", "--", run_dir], timeout=10, check=False)
+        self._sys.run(["rm", "-rf", "--", run_dir], timeout=10, check=False)
         hdir = self._huge.get("dir")
         if hdir:  # --huge-unlink leaves none; a crash before unlinking might
-            self._exec.run(["find", hdir, "-maxdepth", "1", "-name", f"{self._prefix}map_*",
-                            "-delete"], timeout=10, check=False)
+            self._sys.run(["find", hdir, "-maxdepth", "1", "-name", f"{self._prefix}map_*",
+                           "-delete"], timeout=10, check=False)
 
-    # Hugepages are host-wide: inspected and reserved in this (root) namespace.
+    # Hugepages are host-wide: inspected and reserved through the host's system executor
+    # (the lab's: this machine's root namespace; over SSH: the DUT host's).
     def _prepare_memory(self) -> None:
         """Hugepages for -m memory_mb: free ones on a mounted hugetlbfs, or reserved
         for this run (vm.nr_hugepages + a private mount, undone in teardown), or
@@ -657,16 +649,16 @@ class DpdkTestpmdDut(DutDriver):
         self._huge = {}
         if self.p.hugepages == "off":
             return
-        size_kb, free = _hugepage_meminfo()
+        size_kb, free = hugepage_meminfo(self._sys)
         if not size_kb:
             return self._no_huge("the kernel has no hugepages")
         need = -(-self.p.memory_mb * 1024 // size_kb)
-        mount = _hugetlbfs_mount(size_kb)
+        mount = hugetlbfs_mount(size_kb, self._sys)
         if mount and free >= need:
             self._huge = {"dir": mount}
             return
         try:
-            self._huge = reserve_hugepages(self._prefix, need, size_kb)
+            self._huge = reserve_hugepages(self._prefix, need, size_kb, self._sys)
         except OSError as e:
             if self.p.hugepages == "reserve":
                 raise DutError(f"testpmd: cannot reserve {need} hugepages of {size_kb} KiB: {e} "
@@ -679,140 +671,16 @@ class DpdkTestpmdDut(DutDriver):
     def _release_memory(self) -> None:
         h, self._huge = self._huge, {}
         if "state" in h:
-            release_hugepages(h["state"])
+            release_hugepages(h["state"], self._sys)
 
 
-HUGE_ROOT = "/run/fwdbench-dpdk"  # <prefix>/: private hugetlbfs mounts; <prefix>.json: state
-
-
-def reserve_hugepages(prefix: str, need: int, size_kb: int) -> dict[str, Any]:
-    """Add hugepages until ``need`` are free, mount a private hugetlbfs for them.
-
-    Records what it did in HUGE_ROOT/<prefix>.json (owner pid and start time,
-    pages added) so a crashed run's reservation is undone by the next one.
-    """
-    import json
-    nr_path = "/proc/sys/vm/nr_hugepages"
-    os.makedirs(HUGE_ROOT, exist_ok=True)
-    state = {"prefix": prefix, "owner_pid": os.getpid(), "owner_start": _proc_start(os.getpid()),
-             "added": 0, "mount": os.path.join(HUGE_ROOT, prefix), "size_kb": size_kb,
-             "state_file": os.path.join(HUGE_ROOT, prefix + ".json")}
-    state_file = state["state_file"]
-    with open(state_file, "w") as f:
-        json.dump(state, f)
-    try:
-        _, free = _hugepage_meminfo()
-        if free < need:
-            with open(nr_path) as f:
-                cur = int(f.read())
-            add = need - free
-            with open(nr_path, "w") as f:
-                f.write(str(cur + add))
-            state["added"] = add
-            with open(state_file, "w") as f:
-                json.dump(state, f)
-            _, free = _hugepage_meminfo()
-            if free < need:
-                raise OSError(f"only {free} of {need} free after raising vm.nr_hugepages")
-        os.makedirs(state["mount"], exist_ok=True)
-        r = subprocess.run(["mount", "-t", "hugetlbfs", "-o", f"pagesize={size_kb}K", "nodev",
-                            state["mount"]], capture_output=True, text=True, timeout=10)
-        if r.returncode != 0:
-            raise OSError(f"mount hugetlbfs: {r.stderr.strip()}")
-        state["mounted"] = True
-        with open(state_file, "w") as f:
-            json.dump(state, f)
-    except (OSError, subprocess.SubprocessError, ValueError):
-        release_hugepages(state)
-        raise
-    return {"dir": state["mount"], "state": state}
-
-
-def release_hugepages(state: dict[str, Any]) -> None:
-    """Undo reserve_hugepages(): unmount, give the added pages back, forget the state."""
-    mnt = state.get("mount")
-    if mnt and os.path.ismount(mnt):
-        subprocess.run(["umount", mnt], capture_output=True, timeout=10)
-    if mnt:
-        try:
-            os.rmdir(mnt)
-        except OSError:
-            pass
-    added = int(state.get("added") or 0)
-    if added:
-        try:
-            with open("/proc/sys/vm/nr_hugepages") as f:
-                cur = int(f.read())
-            with open("/proc/sys/vm/nr_hugepages", "w") as f:
-                f.write(str(max(0, cur - added)))  # others' reservations stay
-        except (OSError, ValueError):
-            pass
-    if state.get("state_file"):
-        try:
-            os.unlink(state["state_file"])
-            os.rmdir(os.path.dirname(state["state_file"]))  # only if no other run uses it
-        except OSError:
-            pass
-
-
-def sweep_stale_hugepages(root: str = HUGE_ROOT) -> list[str]:
-    """Undo reservations of runs whose owner process is gone (crashed)."""
-    import json
-    out = []
-    for fn in sorted(glob.glob(os.path.join(root, PREFIX_STEM + "*.json"))):
-        try:
-            with open(fn) as f:
-                st = json.load(f)
-        except (OSError, ValueError):
-            continue
-        pid = int(st.get("owner_pid") or 0)
-        if pid and _proc_start(pid) == st.get("owner_start") and st.get("owner_start"):
-            continue  # owner alive
-        st["state_file"] = fn
-        release_hugepages(st)
-        out.append(str(st.get("prefix")))
-    return out
-
-
-def _proc_start(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            data = f.read()
-        return int(data[data.rindex(")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _hugepage_meminfo() -> tuple[int, int]:
-    """(page size [KiB], free pages) of the default hugepage size."""
-    size = free = 0
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("Hugepagesize:"):
-                    size = int(line.split()[1])
-                elif line.startswith("HugePages_Free:"):
-                    free = int(line.split()[1])
-    except OSError:
-        pass
-    return size, free
-
-
-def _hugetlbfs_mount(size_kb: int) -> str | None:
-    """A mounted hugetlbfs of the default page size (not a private one of ours)."""
-    try:
-        with open("/proc/mounts") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) < 4 or parts[2] != "hugetlbfs" or parts[1].startswith(HUGE_ROOT):
-                    continue
-                opts = dict(o.split("=", 1) for o in parts[3].split(",") if "=" in o)
-                ps = opts.get("pagesize", "")
-                if ps in ("", f"{size_kb}k", f"{size_kb}K", f"{size_kb // 1024}M"):
-                    return parts[1]
-    except OSError:
-        pass
-    return None
+def _executors(host) -> tuple[Any, Any]:
+    """(the DUT's executor, the executor of its host-wide state) of ``host``; this
+    machine's when None (before any testbed exists)."""
+    if host is None:
+        from ..lab.executor import Executor
+        return Executor(None), Executor(None)
+    return host.exec, host.system_exec
 
 
 def _channels(text: str) -> tuple[int, int] | None:

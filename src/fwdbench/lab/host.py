@@ -33,6 +33,13 @@ class NetnsDutHost(DutHost):
         self.ipv6 = lab.cfg.ipv6
         self.run_tag = cleanup.shm_prefix(lab.run_id).rstrip("-")
 
+    @property
+    def system_exec(self):
+        """This machine's root namespace: a mount made through ``ip netns exec`` (the
+        DUT executor) would stay in the private mount namespace of that one command."""
+        from .executor import Executor
+        return Executor(None)
+
     def rx(self) -> PortRx:
         lab = self.lab
         if self.memif:          # no kernel on the path: the data plane polls its rings

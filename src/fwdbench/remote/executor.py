@@ -16,6 +16,14 @@ environment carries ``FWDBENCH_RUN=<run tag>`` (so a later run finds and
 stops it after a crash), and it gets SIGTERM when its ssh session ends, be
 it closed by fwdbench or lost with the connection. The returned
 ``RemoteProcess`` behaves as a Popen whose ``pid`` is the remote one.
+With ``stdin=PIPE`` (a program driven on its console: testpmd) the
+session's stdin is the program's own: what fwdbench writes to
+``proc.stdin`` reaches it over the open session, and when that session
+ends (closed, or the tester process gone: its end of the pipe closes and
+ssh sends EOF; the connection lost: sshd closes it) the program reads EOF,
+which such a program must take as the order to quit; the watchdog's own
+reader is left out (it would take the program's input). One that would not
+quit is stopped by the next run's sweep, by its tag (leftovers.py).
 """
 from __future__ import annotations
 
@@ -41,6 +49,9 @@ NOT_FOUND = 127
 WATCHDOG = ('pidfile=$1; tag=$2; shift 2; echo $$ > "$pidfile" || exit 126; exec 3<&0; '
             '(cat <&3 >/dev/null; kill -TERM $$ 2>/dev/null) >/dev/null 2>&1 & '
             'exec env FWDBENCH_RUN="$tag" LC_ALL=C "$@" </dev/null 3<&-')
+#: popen(stdin=PIPE): the same without the reader; the program reads the session's stdin
+WATCHDOG_STDIN = ('pidfile=$1; tag=$2; shift 2; echo $$ > "$pidfile" || exit 126; '
+                  'exec env FWDBENCH_RUN="$tag" LC_ALL=C "$@"')
 #: sysctl_set: pairs of /proc/sys path and value
 SYSCTL_SET = ('while [ $# -gt 1 ]; do printf "%s\\n" "$2" > "$1" || exit 1; shift 2; done')
 #: missing_tools: the names not found on PATH
@@ -135,19 +146,20 @@ class RemoteExecutor(Executor):
         once its remote pid is known. stdout/stderr kwargs apply to the local end."""
         self._check_argv(argv)
         stdin = kwargs.pop("stdin", None)
-        if stdin == subprocess.PIPE:
-            raise LabError(f"`{_short(argv)}`: a program fed on stdin cannot run on the DUT "
-                           f"host {self.conn.name} over SSH")
+        if stdin not in (None, subprocess.PIPE, subprocess.DEVNULL):
+            raise LabError(f"`{_short(argv)}`: its stdin on the DUT host {self.conn.name} is "
+                           f"the SSH session's (PIPE) or none, not {stdin!r}")
         if self.proc_dir is None:
             raise LabError("RemoteExecutor.popen: no run directory on the DUT host yet")
         self.conn.ensure_alive(f"starting `{_short(argv)}`")
         pidfile = f"{self.proc_dir}/{secrets.token_hex(4)}.pid"
         pre = ["sudo", "-n", "--"] if self.sudo else []
-        remote = shlex.join(pre + ["sh", "-c", WATCHDOG, "fwdbench", pidfile, self.run_tag,
-                                   *argv])
+        fed = stdin == subprocess.PIPE
+        remote = shlex.join(pre + ["sh", "-c", WATCHDOG_STDIN if fed else WATCHDOG, "fwdbench",
+                                   pidfile, self.run_tag, *argv])
         local = subprocess.Popen(self.conn.argv(remote), stdin=subprocess.PIPE,
                                  start_new_session=True, **kwargs)
-        proc = RemoteProcess(local, self, list(argv), pidfile)
+        proc = RemoteProcess(local, self, list(argv), pidfile, fed=fed)
         self.children.append(proc)
         proc.wait_started()
         return proc
@@ -345,13 +357,14 @@ class RemoteProcess:
     as ssh reports it (255 when a signal ended it)."""
 
     def __init__(self, local: subprocess.Popen, ex: RemoteExecutor, argv: list[str],
-                 pidfile: str):
+                 pidfile: str, fed: bool = False):
         self.local = local
         self.ex = ex
         self.args = argv
         self.pidfile = pidfile
         self.pid: int | None = None
-        self.stdin = None
+        #: the program's stdin (popen's stdin=PIPE): the session's, written here
+        self.stdin = local.stdin if fed else None
         self.stdout = local.stdout
         self.stderr = local.stderr
 

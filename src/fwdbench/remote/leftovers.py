@@ -16,6 +16,9 @@ fwdbench's own markers only:
   ``inet fwdbench`` and the conntrack entries;
 - shared-memory files named ``<run tag>-*`` (VPP) and DPDK runtime
   directories ``/var/run/dpdk/<run tag>-*`` (VPP's dpdk plugin);
+- testpmd's DPDK runtime directories nobody locks and its hugepage
+  reservations whose owner is gone (their hugetlbfs mount unmounted, the
+  pages given back: dut/dpdk_host.py);
 - the run's addresses and neighbours on the ports, the sysctls it changed
   (back to the saved values), the run directory.
 """
@@ -160,8 +163,22 @@ def scrub(ex, workdir: str, state: dict[str, Any]) -> list[str]:
     if eal:         # VPP's dpdk plugin: the EAL's runtime directory (file-prefix)
         found.append(f"{len(eal)} DPDK runtime directory(ies)")
         ex.run(["rm", "-rf", "--", *eal], check=False)
+    found += sweep_dpdk(ex)
     restore(ex, state)
     ex.run(["rm", "-rf", "--", run_dir(workdir, tag)], check=False)
+    return found
+
+
+def sweep_dpdk(ex) -> list[str]:
+    """testpmd's leftovers on the DUT host (dut/dpdk_host.py): what was found."""
+    from ..dut.dpdk_host import sweep_stale_hugepages, sweep_stale_runtime_dirs
+    found = []
+    dirs = sweep_stale_runtime_dirs(ex=ex)
+    if dirs:
+        found.append(f"DPDK runtime directories {', '.join(dirs)}")
+    huge = sweep_stale_hugepages(ex=ex)
+    if huge:
+        found.append(f"the hugepages reserved for {', '.join(huge)} (unmounted, given back)")
     return found
 
 
