@@ -145,7 +145,8 @@ def test_a_dpdk_dut_takes_bound_nics_and_refuses_a_kernel_bound_one(tmp_path):
 def test_a_kernel_dut_refuses_a_nic_bound_for_dpdk(tmp_path):
     root = make_sysfs(tmp_path)
     t = _testbed(_campaign(LINUX), root)
-    assert t._resolve_port(0, KERNEL) == ("enp60s0f0", t._resolve_port(0, KERNEL)[1])
+    name, fn = t._resolve_port(0, KERNEL)        # a kernel NIC by address: its interface
+    assert name == "enp60s0f0" and fn.driver == "ixgbe" and not fn.dpdk_bound
     with pytest.raises(LabError) as e:
         t._resolve_port(0, VFIO)
     msg = str(e.value)
