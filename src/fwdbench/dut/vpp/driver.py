@@ -155,7 +155,7 @@ class VppDut(DutDriver):
         return params.get("interface") == "dpdk"
 
     def check(self, host=None) -> None:
-        if host is not None and any(host.dpdk_pci):
+        if host is not None and any(host.dpdk_pci) and self.p.interface == "dpdk":
             self._check_dpdk_memory(host)
         if host is not None and not host.exec.local:        # a DUT host over SSH
             from .install import find_vpp_on
