@@ -781,3 +781,132 @@ def test_another_testers_run_is_left_alone_and_its_ports_are_not_taken(rig):
         assert rig.run_dirs() == ["fb-0ther1"]
     finally:
         sh(rig.enter() + ["rm", "-rf", "--", str(other)])
+
+
+# --- VPP on DPDK: vdevs on the DUT host's ports, NICs by PCI address ---------------------------
+
+def test_vpp_on_dpdk_vdevs_forwards_on_the_dut_host_and_leaves_nothing(rig):
+    """interface = "dpdk" on ports given by name: VPP's dpdk plugin on DPDK's
+    net_af_packet vdevs on the DUT host's kernel ports, as on the lab."""
+    from fwdbench.dut.vpp.install import find_vpp
+    from fwdbench.errors import DutError
+    try:
+        inst = find_vpp()
+    except DutError as e:
+        pytest.skip(str(e))
+    if "dpdk" not in inst.plugins:
+        msg = "the installed VPP has no dpdk plugin (make setup VPP_SRC=...)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg)
+        pytest.skip(msg)
+    body = TRIAL + '''
+[[dut]]
+name = "vdr"
+type = "vpp"
+params = { mode = "router", interface = "dpdk" }
+
+[[dut]]
+name = "vdx"
+type = "vpp"
+params = { mode = "xconnect", interface = "dpdk" }
+'''
+    path = campaign(rig, body, "vppdpdk", rig.testbed_toml("dut-rig-sudo"))
+    db = rig.dir / "vppdpdk.sqlite"
+    before = rig.dut_state()
+    cp = rig.fwdbench_run(["run", str(path), "--out", str(db), "--no-report"])
+    assert cp.returncode == 0, cp.stderr
+    done, scen = results(db)
+    assert len(done) == 2
+    for t in done:
+        r, c = t.result, t.result.dut_counters
+        vpp = next(iter(r.meters["cpu"]["processes"].values()))
+        contended = (vpp["utilisation"] or 0) < 0.95      # see the af_xdp test above
+        assert r.tx_packets == 10000 and r.rx_packets > 0
+        assert r.lost == 0 or contended, (r.lost, vpp)
+        # the frames went through DPDK's input node, counted on the DUT host
+        assert c["vpp_node.dpdk-input.vectors"] > 0
+        assert c["rd1.tx_packets"] >= r.rx_packets
+    for s in scen:
+        conf = s["describe"]["startup_conf"]
+        assert "vdev net_af_packet0,iface=rd0" in conf and "vdev net_af_packet1,iface=rd1" in conf
+        assert "no-pci" in conf and " dev 0000:" not in conf
+    assert rig.dut_state() == before and rig.run_dirs() == []
+    run_id = host_record(db)["testbed"]["run_id"]
+    assert not [f for f in os.listdir("/dev/shm") if f.startswith(f"fb-{run_id}-")]
+    assert not [f for f in (os.listdir("/var/run/dpdk") if os.path.isdir("/var/run/dpdk")
+                            else ()) if f.startswith(f"fb-{run_id}-")], "the EAL's directory"
+
+
+def _real_nic() -> str | None:
+    """One of this machine's PCI network functions bound to its kernel driver."""
+    base = "/sys/bus/pci/devices"
+    for a in sorted(os.listdir(base)):
+        try:
+            if Path(base, a, "class").read_text().startswith("0x02") and \
+                    os.path.islink(f"{base}/{a}/driver"):
+                return a
+        except OSError:
+            continue
+    return None
+
+
+def test_a_nic_on_its_kernel_driver_is_refused_for_dpdk_before_anything_runs(rig):
+    """The rig's DUT host is this machine: its real NIC (a virtio one in the VM),
+    bound to its kernel driver, given to VPP on DPDK. fwdbench reads the binding
+    over SSH and stops with one line; the NIC is never handed to VPP."""
+    nic = _real_nic()
+    if nic is None:
+        pytest.skip("this machine has no PCI network function bound to a kernel driver")
+    driver = os.path.basename(os.readlink(f"/sys/bus/pci/devices/{nic}/driver"))
+    tb = rig.testbed_toml("dut-rig-sudo").replace('dut = "rd0"', f'dut = "{nic}"')
+    body = TRIAL + '''
+[[dut]]
+name = "vd"
+type = "vpp"
+params = { mode = "router", interface = "dpdk" }
+'''
+    path = campaign(rig, body, "wrongdrv", tb)
+    before = rig.dut_state()
+    cp = rig.fwdbench_run(["run", str(path), "--out", str(rig.dir / "wrongdrv.sqlite"),
+                           "--no-report"], timeout=120)
+    err = " ".join(cp.stderr.split())
+    assert cp.returncode == 3, cp.stderr
+    assert err.count("error:") == 1 and "Traceback" not in cp.stderr, cp.stderr
+    assert (f"testbed.ports[0].dut: {nic} on dut-rig-sudo is bound to {driver}, but DUT "
+            f"'vd' (vpp) drives it with DPDK, which needs it bound to vfio-pci or "
+            f"uio_pci_generic or igb_uio: there, `dpdk-devbind.py -b vfio-pci {nic}`") in err
+    assert os.path.basename(os.readlink(f"/sys/bus/pci/devices/{nic}/driver")) == driver
+    assert "vpp" not in rig.dut_programs()
+    assert rig.dut_state() == before and rig.run_dirs() == []
+    # `fwdbench plan` says the same on the link's line, changing nothing
+    cp = rig.fwdbench_run(["plan", str(path)], timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    assert f"is bound to {driver}, but DUT 'vd' (vpp) drives it with DPDK" in \
+        " ".join(cp.stdout.split())
+
+
+def test_pci_ports_are_read_over_ssh_from_the_dut_hosts_sysfs(rig):
+    """The PCI probe over a real SSH connection (sudo), on a sysfs tree the test
+    builds on the DUT host (no device of this machine may be bound to vfio-pci): the
+    same find/tail commands a DUT host's /sys answers."""
+    from fwdbench.dut import pci
+    from fwdbench.lab.netlink import in_netns
+    from fwdbench.remote import RemoteExecutor, SshConnection, SshTarget
+    from test_dpdk_pci import KERNEL, UIO, VFIO, make_sysfs
+
+    root = make_sysfs(rig.dir / "sysfs", free_hugepages=64)
+    os.chmod(rig.dir / "sysfs", 0o755)
+    with in_netns(rig.tg_ns):
+        conn = SshConnection(SshTarget("dut-rig-sudo",
+                                       config=str(rig.dir / "ssh_config"))).open()
+    try:
+        ex = RemoteExecutor(conn, sudo=True, run_tag="fb-unit2", proc_dir=str(rig.dir))
+        vfio, uio, kern = (pci.probe(ex, a, str(root)) for a in (VFIO, UIO, KERNEL))
+        assert (vfio.driver, vfio.iommu, vfio.numa_node, vfio.dpdk_bound) == \
+            ("vfio-pci", True, 1, True)
+        assert uio.needs_hugepages and not vfio.needs_hugepages
+        assert kern.netdevs == ("enp60s0f0",) and not kern.dpdk_bound
+        assert pci.free_hugepages(ex, str(root)) == 64
+        assert not pci.probe(ex, "0000:77:00.0", str(root)).present
+    finally:
+        conn.close()

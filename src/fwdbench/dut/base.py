@@ -49,6 +49,13 @@ class DutDriver(ABC):
         """Plan time: raise CampaignError naming ``where``.<field> when the params ask
         for more than the testbed gives (``dut_cpus``: the DUT's CPUs, None: unknown)."""
 
+    @classmethod
+    def drives_dpdk_pci(cls, params: dict[str, Any]) -> bool:
+        """True when, with these (normal form) params, the DUT drives NICs bound to a
+        DPDK driver itself (PCI ports of a real testbed, dut/pci.py); the other DUTs
+        need each port as a kernel interface."""
+        return False
+
     def check(self, host: "DutHost | None" = None) -> None:
         """Raise DutError if a tool or kernel feature this DUT needs is missing on
         ``host`` (None: this machine, before any testbed exists)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..lab.addressing import PortPair
 from ..lab.executor import Executor
+from .pci import PciFunction
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,20 @@ class DutHost(ABC):
     #: memif interfaces instead of the kernel ports, one per port (None: the
     #: ports are kernel interfaces, ``ports[i].dut.ifname``)
     memif: tuple[MemifLink, ...] | None = None
+    #: per port, the PCI function of a NIC bound to a DPDK driver (dut/pci.py):
+    #: it has no kernel interface, ``ports[i].dut.ifname`` only names it; None:
+    #: a kernel interface. Empty: every port is a kernel interface.
+    dpdk_pci: tuple["PciFunction | None", ...] = ()
+    #: where this host's sysfs is read (tests point it at a tree of their own)
+    sysfs: str = "/sys"
+
+    def dpdk_port(self, i: int) -> "PciFunction | None":
+        """Port ``i``'s PCI function when a DPDK driver holds it, else None."""
+        return self.dpdk_pci[i] if i < len(self.dpdk_pci) else None
+
+    def kernel_ports(self) -> tuple[PortPair, ...]:
+        """The ports that are kernel interfaces (all but the DPDK-bound NICs)."""
+        return tuple(p for i, p in enumerate(self.ports) if self.dpdk_port(i) is None)
 
     @property
     def link(self) -> str:
@@ -115,10 +130,10 @@ class DutHost(ABC):
         plane's transmit that the kernel keeps answering EAGAIN), keeping the
         testbed's receive setup."""
         import time
-        for p in self.ports:
+        for p in self.kernel_ports():
             self.exec.run(["ip", "link", "set", "dev", p.dut.ifname, "down"])
         time.sleep(down_s)
-        for p in self.ports:
+        for p in self.kernel_ports():
             self.exec.run(["ip", "link", "set", "dev", p.dut.ifname, "up"])
 
     def napi_pids(self) -> list[int]:

@@ -14,7 +14,8 @@ fwdbench's own markers only:
   bridge membership, the bridge ``fbbr0`` (dut/linux.py), the nexthop
   objects and routes of protocol RTPROT_FWDBENCH, nftables table
   ``inet fwdbench`` and the conntrack entries;
-- shared-memory files named ``<run tag>-*`` (VPP);
+- shared-memory files named ``<run tag>-*`` (VPP) and DPDK runtime
+  directories ``/var/run/dpdk/<run tag>-*`` (VPP's dpdk plugin);
 - testpmd's DPDK runtime directories nobody locks and its hugepage
   reservations whose owner is gone (their hugetlbfs mount unmounted, the
   pages given back: dut/dpdk_host.py);
@@ -157,6 +158,11 @@ def scrub(ex, workdir: str, state: dict[str, Any]) -> list[str]:
     if shm:
         found.append(f"{len(shm)} shared-memory file(s)")
         ex.run(["rm", "-f", "--", *shm], check=False)
+    eal = ex.run(["find", "/var/run/dpdk", "-mindepth", "1", "-maxdepth", "1", "-name",
+                  f"{tag}-*"], check=False).stdout.split()
+    if eal:         # VPP's dpdk plugin: the EAL's runtime directory (file-prefix)
+        found.append(f"{len(eal)} DPDK runtime directory(ies)")
+        ex.run(["rm", "-rf", "--", *eal], check=False)
     found += sweep_dpdk(ex)
     restore(ex, state)
     ex.run(["rm", "-rf", "--", run_dir(workdir, tag)], check=False)

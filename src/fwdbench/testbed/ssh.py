@@ -10,8 +10,10 @@ Entering the testbed, before the first trial:
    connection, a crash) is removed (remote/leftovers.py);
 4. this run's directory is made there, with its state file;
 5. the ports are resolved (PCI address -> interface, MACs, NUMA node,
-   checked against the campaign), the tester's ports looked up on this
-   host; the DUT ports get the lab's addressing plan (addresses, static
+   checked against the campaign; a PCI address bound to a DPDK driver
+   stays a NIC without an interface, for DUTs that drive it with DPDK:
+   dut/pci.py), the tester's ports looked up on this host; the DUT's
+   kernel ports get the lab's addressing plan (addresses, static
    neighbours of the tester ports, rp_filter off), the values they had are
    saved in the state file;
 6. fwdbench's programs for DUTs are copied there, versioned by their
@@ -47,6 +49,8 @@ from ..remote.facts import host_facts
 from ..remote.ssh import SshConnection, SshConnectionLost, SshError, SshTarget
 from ..trialrun import make_execute
 from ..units import parse_duration
+from ..dut import pci
+from ..dut.pci import PciFunction
 from .base import Testbed, check_duts
 from .ssh_host import SshDutHost
 
@@ -117,6 +121,10 @@ class SshTestbed(Testbed):
         self.tester_facts: dict[str, Any] = {}
         self.timings: dict[str, float] = {}
         self._tester_links: dict[str, bool] = {}
+        #: per port, the PCI function of a NIC bound to a DPDK driver (None: a kernel port)
+        self.dpdk_pci: list[PciFunction | None] = []
+        #: the DUT host's sysfs, where PCI ports and hugepages are read (tests: a tree)
+        self.sysfs = "/sys"
         self._exited = False
 
     @property
@@ -151,9 +159,14 @@ class SshTestbed(Testbed):
             self.host = SshDutHost(self.ex, ports, tuple(self.tb.dut_cpus), self.tb.ipv6,
                                    self.tag, self.run_dir, self.deployment.paths,
                                    self.deployment.directory or f"{self.workdir}/tools",
-                                   {"user": self.user, "sudo": self.sudo})
+                                   {"user": self.user, "sudo": self.sudo},
+                                   dpdk_pci=tuple(self.dpdk_pci), sysfs=self.sysfs)
             self._baseline()
-            self.dut_facts = host_facts(self.ex, [p.dut.ifname for p in ports], self.tb.dut_cpus)
+            self.dut_facts = host_facts(self.ex, [p.dut.ifname for p in
+                                                  self.host.kernel_ports()], self.tb.dut_cpus)
+            for p, fn in zip(ports, self.dpdk_pci):
+                if fn is not None:
+                    self.dut_facts["ports"][p.dut.ifname] = {"mac": p.dut.mac, **fn.describe()}
             self._check_numa(ports)
             self.tester_facts = host_facts(self.local, [p.tg.ifname for p in ports],
                                            self.tb.gen_cpus)
@@ -208,18 +221,27 @@ class SshTestbed(Testbed):
         self.notes += [f"the DUT host {self.conn.name}: {o}" for o in self.others]
 
     def _ports(self) -> tuple[PortPair, ...]:
-        """The campaign's links as PortPairs of the lab's plan, names and MACs checked."""
+        """The campaign's links as PortPairs of the lab's plan, names and MACs checked.
+        A port given as the PCI address of a NIC bound to a DPDK driver has no kernel
+        interface: it keeps the plan's name (dut0, dut1) and its MAC is ``dut_mac``
+        (default: the plan's), which the DPDK data plane gives the NIC."""
         out = []
+        self.dpdk_pci = []
         for i, cp in enumerate(self.tb.ports):
-            dut_if = self._dut_ifname(i, cp.dut)
-            got = self.ex.read_files([f"/sys/class/net/{dut_if}/address"])
-            mac = (got[f"/sys/class/net/{dut_if}/address"] or "").strip().lower()
-            if not mac:
-                raise LabError(f"testbed.ports[{i}].dut: the DUT host {self.conn.name} has no "
-                               f"interface {dut_if!r}")
-            if cp.dut_mac and cp.dut_mac != mac:
-                raise LabError(f"testbed.ports[{i}].dut_mac: {cp.dut_mac} given, but "
-                               f"{dut_if} on {self.conn.name} has {mac}")
+            plan = PORTS[i]
+            dut_if, fn = self._resolve_port(i, cp.dut)
+            self.dpdk_pci.append(fn if fn is not None and fn.dpdk_bound else None)
+            if fn is not None and fn.dpdk_bound:
+                dut_if, mac = plan.dut.ifname, cp.dut_mac or plan.dut.mac
+            else:
+                got = self.ex.read_files([f"/sys/class/net/{dut_if}/address"])
+                mac = (got[f"/sys/class/net/{dut_if}/address"] or "").strip().lower()
+                if not mac:
+                    raise LabError(f"testbed.ports[{i}].dut: the DUT host {self.conn.name} "
+                                   f"has no interface {dut_if!r}")
+                if cp.dut_mac and cp.dut_mac != mac:
+                    raise LabError(f"testbed.ports[{i}].dut_mac: {cp.dut_mac} given, but "
+                                   f"{dut_if} on {self.conn.name} has {mac}")
             tg_mac = self.local.read_files([f"/sys/class/net/{cp.tg}/address"])[
                 f"/sys/class/net/{cp.tg}/address"]
             if not tg_mac:
@@ -229,34 +251,70 @@ class SshTestbed(Testbed):
             if cp.tg_mac and cp.tg_mac != tg_mac:
                 raise LabError(f"testbed.ports[{i}].tg_mac: {cp.tg_mac} given, but {cp.tg} "
                                f"here has {tg_mac}")
-            plan = PORTS[i]
             out.append(replace(plan, tg=replace(plan.tg, ifname=cp.tg, mac=tg_mac),
                                dut=replace(plan.dut, ifname=dut_if, mac=mac)))
-        self.state["ports"] = [p.dut.ifname for p in out]
+        # the DPDK ports by their PCI address: what another run on this host names too
+        self.state["ports"] = [fn.address if fn is not None else p.dut.ifname
+                               for p, fn in zip(out, self.dpdk_pci)]
         leftovers.write_state(self.ex, self.workdir, self.state)
         return tuple(out)
 
-    def _dut_ifname(self, i: int, name: str) -> str:
+    def _resolve_port(self, i: int, name: str) -> tuple[str, PciFunction | None]:
+        """(kernel interface name, None) for a port given by name; for a PCI address,
+        its function on the DUT host, checked against what the campaign's DUTs need:
+        a DPDK driver's for DUTs that drive the NIC with DPDK, a kernel interface
+        (its name returned) for the others. fwdbench never rebinds a NIC."""
         from ..campaign import PCI_RE
         if not PCI_RE.match(name):
-            return name
-        pci = name if name.count(":") == 2 else f"0000:{name}"
-        cp = self.ex.run(["find", f"/sys/bus/pci/devices/{pci}/net", "-mindepth", "1",
-                          "-maxdepth", "1"], check=False)
-        names = [ln.rsplit("/", 1)[-1] for ln in cp.stdout.split()]
-        if not names:
-            drv = self.ex.run(["readlink", f"/sys/bus/pci/devices/{pci}/driver"], check=False)
-            bound = drv.stdout.strip().rsplit("/", 1)[-1] or "no driver"
-            raise LabError(f"testbed.ports[{i}].dut: PCI device {pci} on {self.conn.name} has "
-                           f"no network interface ({bound}): the linux, xdp and vfwd DUTs need "
-                           f"it bound to its kernel driver (docs/testbeds.md)")
-        return names[0]
+            return name, None
+        fn = pci.probe(self.ex, name, self.sysfs)
+        where = f"testbed.ports[{i}].dut"
+        if not fn.present:
+            raise LabError(f"{where}: the DUT host {self.conn.name} has no PCI device "
+                           f"{fn.address} (`lspci -D` there lists them)")
+        dpdk, kernel = self._duts_by_port_need()
+        if fn.dpdk_bound and kernel:
+            raise LabError(
+                f"{where}: {fn.address} on {self.conn.name} is bound to {fn.driver} (no "
+                f"kernel interface), but DUT {kernel[0]} needs a kernel interface: bind it "
+                f"back to its kernel driver there (dpdk-devbind.py -b <driver> {fn.address}) "
+                f"or run the DPDK DUTs in a campaign of their own")
+        if dpdk and not fn.dpdk_bound:
+            raise LabError(
+                f"{where}: {fn.address} on {self.conn.name} is bound to "
+                f"{fn.driver or 'no driver'}, but DUT {dpdk[0]} drives it with DPDK, which "
+                f"needs it bound to {' or '.join(pci.DPDK_DRIVERS)}: there, `dpdk-devbind.py "
+                f"-b vfio-pci {fn.address}` (docs/testbeds.md), or give the port's interface "
+                f"name for DPDK over the kernel port")
+        if fn.dpdk_bound:
+            return "", fn
+        if not fn.netdevs:
+            raise LabError(f"{where}: PCI device {fn.address} on {self.conn.name} has no "
+                           f"network interface ({fn.driver or 'no driver'}): the linux, xdp "
+                           f"and vfwd DUTs need it bound to its kernel driver "
+                           f"(docs/testbeds.md)")
+        return fn.netdevs[0], fn
+
+    def _duts_by_port_need(self) -> tuple[list[str], list[str]]:
+        """The campaign's DUTs that drive DPDK-bound NICs, and the others: 'name (type)'."""
+        from ..dut import load_drivers
+        drivers = load_drivers()
+        dpdk, kernel = [], []
+        for sc in self.campaign.scenarios:
+            label = f"{sc.dut.name!r} ({sc.dut.type})"
+            drv = drivers.get(sc.dut.type)
+            side = dpdk if drv is not None and drv.drives_dpdk_pci(sc.dut.params) else kernel
+            if label not in side:
+                side.append(label)
+        return dpdk, kernel
 
     def _check_numa(self, ports: tuple[PortPair, ...]) -> None:
         for i, cp in enumerate(self.tb.ports):
             if cp.numa_node is None:
                 continue
             have = self.dut_facts["ports"][ports[i].dut.ifname].get("numa_node")
+            if self.dpdk_pci[i] is not None:
+                have = self.dpdk_pci[i].numa_node
             if have is None or int(have) != cp.numa_node:
                 raise LabError(f"testbed.ports[{i}].numa_node: {cp.numa_node} expected, but "
                                f"{ports[i].dut.ifname} on {self.conn.name} is on "
@@ -267,7 +325,8 @@ class SshTestbed(Testbed):
         off; the values before go into the state file first."""
         host = self.host
         sysctls: dict[str, int] = {"net.ipv4.ip_forward": 0, "net.ipv6.conf.all.forwarding": 0}
-        for p in host.ports:
+        kports = host.kernel_ports()        # a DPDK-bound NIC has no netdev to set up
+        for p in kports:
             sysctls[f"net.ipv4.conf.{p.dut.ifname}.rp_filter"] = 0
             if self.tb.ipv6:
                 sysctls |= {f"net.ipv6.conf.{p.dut.ifname}.disable_ipv6": 0,
@@ -277,9 +336,9 @@ class SshTestbed(Testbed):
         if before.get("net.ipv4.conf.all.rp_filter") not in (None, "0"):
             sysctls["net.ipv4.conf.all.rp_filter"] = 0   # the effective value is the larger
         links = {}
-        got = self.ex.read_files([f"/sys/class/net/{p.dut.ifname}/{f}" for p in host.ports
+        got = self.ex.read_files([f"/sys/class/net/{p.dut.ifname}/{f}" for p in kports
                                   for f in ("flags", "mtu")])
-        for p in host.ports:
+        for p in kports:
             flags = got.get(f"/sys/class/net/{p.dut.ifname}/flags") or "0x0"
             links[p.dut.ifname] = {"up": bool(int(flags.strip(), 16) & 1),
                                    "mtu": (got.get(f"/sys/class/net/{p.dut.ifname}/mtu")
@@ -287,7 +346,7 @@ class SshTestbed(Testbed):
         added = {p.dut.ifname: {"addresses": [p.dut.cidr4] + ([p.dut.cidr6] if self.tb.ipv6
                                                                else []),
                                 "neighbours": [p.tg.ip4] + ([p.tg.ip6] if self.tb.ipv6 else [])}
-                 for p in host.ports}
+                 for p in kports}
         self.state["saved"] = {"sysctls": {k: before.get(k) for k in sysctls},
                                "links": links, "added": added}
         leftovers.write_state(self.ex, self.workdir, self.state)
@@ -465,10 +524,16 @@ class SshTestbed(Testbed):
                             else ""))
             for i, p in enumerate(tb.ports):
                 try:
-                    dut_if = t._dut_ifname(i, p.dut)
-                    f = host_facts(ex, [dut_if], [])["ports"][dut_if]
-                    dut = (f"{dut_if} ({f['mac'] or 'missing'}, {f['driver'] or '?'}, NUMA "
-                           f"{f['numa_node'] or '-'}, {f['operstate'] or '?'})")
+                    dut_if, fn = t._resolve_port(i, p.dut)
+                    if fn is not None and fn.dpdk_bound:
+                        dut = (f"{fn.address} ({fn.driver}, "
+                               f"{'IOMMU' if fn.iommu else 'no IOMMU'}, NUMA "
+                               f"{'-' if fn.numa_node is None else fn.numa_node}: a DPDK port, "
+                               f"MAC {p.dut_mac or PORTS[i].dut.mac})")
+                    else:
+                        f = host_facts(ex, [dut_if], [])["ports"][dut_if]
+                        dut = (f"{dut_if} ({f['mac'] or 'missing'}, {f['driver'] or '?'}, "
+                               f"NUMA {f['numa_node'] or '-'}, {f['operstate'] or '?'})")
                 except FwdbenchError as e:
                     dut = f"{p.dut}: {e}"
                 tg = Executor(None).read_files([f"/sys/class/net/{p.tg}/address"])[

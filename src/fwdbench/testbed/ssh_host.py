@@ -1,7 +1,8 @@
 """The DUT host of the ``ssh`` testbed, as DUT drivers see it (dut/host.py).
 
 Its executor runs on the remote host (remote/executor.py); its ports are the
-campaign's (interface names, MACs read there when not given) with the lab's
+campaign's (interface names, MACs read there when not given; or NICs bound to
+a DPDK driver, ``dpdk_pci``, which have no kernel interface) with the lab's
 addressing plan (lab/addressing.py), so every driver configures the same
 addresses, neighbours and routes as on the netns lab. fwdbench manages no
 receive tuning there (``rx()`` is ``nic``: the NIC's IRQs as the operator
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dut.host import DutHost, PortRx
+from ..dut.pci import PciFunction
 from ..lab.addressing import PortPair
 from ..remote.executor import RemoteExecutor
 
@@ -28,7 +30,8 @@ class SshDutHost(DutHost):
 
     def __init__(self, ex: RemoteExecutor, ports: tuple[PortPair, ...], cpus: tuple[int, ...],
                  ipv6: bool, run_tag: str, run_dir: str, tools: dict[str, str],
-                 tools_dir: str, facts: dict[str, Any] | None = None):
+                 tools_dir: str, facts: dict[str, Any] | None = None,
+                 dpdk_pci: tuple[PciFunction | None, ...] = (), sysfs: str = "/sys"):
         self.exec = ex
         self.name = ex.conn.name
         self.ports = ports
@@ -39,15 +42,17 @@ class SshDutHost(DutHost):
         self._tools = dict(tools)
         self._tools_dir = tools_dir
         self._facts = facts or {}
+        self.dpdk_pci = dpdk_pci
+        self.sysfs = sysfs
 
     def rx(self) -> PortRx:
         return PortRx(ingress="nic")
 
     def interface_counters(self) -> dict[str, dict[str, int]]:
         paths = {f"/sys/class/net/{p.dut.ifname}/statistics/{k}": (p.dut.ifname, k)
-                 for p in self.ports for k in COUNTERS}
+                 for p in self.kernel_ports() for k in COUNTERS}
         got = self.exec.read_files(list(paths))
-        out: dict[str, dict[str, int]] = {p.dut.ifname: {} for p in self.ports}
+        out: dict[str, dict[str, int]] = {p.dut.ifname: {} for p in self.kernel_ports()}
         for path, (ifn, k) in paths.items():
             v = got.get(path)
             if v is not None and v.strip().isdigit():
@@ -56,9 +61,10 @@ class SshDutHost(DutHost):
 
     def baseline_lines(self) -> list[str]:
         """ip -batch lines that hand the ports back as the testbed set them up: no
-        master, up, the plan's addresses, static neighbours of the tester ports."""
+        master, up, the plan's addresses, static neighbours of the tester ports (the
+        kernel ports: a NIC bound to a DPDK driver has none of these)."""
         out = []
-        for p in self.ports:
+        for p in self.kernel_ports():
             me, peer = p.dut, p.tg
             out += [f"link set dev {me.ifname} nomaster", f"link set dev {me.ifname} up",
                     f"address replace {me.cidr4} dev {me.ifname}",
@@ -70,6 +76,8 @@ class SshDutHost(DutHost):
         return out
 
     def restore_ports(self) -> None:
+        if not self.kernel_ports():
+            return
         self.exec.run(["ip", "-batch", "-"], input="\n".join(self.baseline_lines()) + "\n")
 
     def tool(self, name: str) -> str:

@@ -5,7 +5,8 @@ of its own on the DUT host, starts ``vpp`` there (in the lab's DUT
 namespace) with its main thread, and workers if asked, on the DUT CPUs,
 waits until the API answers, creates one VPP interface per DUT port
 (``af_xdp``: AF_XDP sockets, copy mode on veth; ``af_packet``; ``dpdk``: the
-dpdk plugin's ports, named in startup.conf), names them as the kernel ports
+dpdk plugin's ports, named in startup.conf: NICs bound to a DPDK driver by
+PCI address, net_af_packet vdevs on kernel ports), names them as the ports
 and gives them the ports' MACs, and configures the mode
 (modes.py). Every trial reads VPP's interface, error and per-node counters
 from the statistics segment (stats.py). Teardown stops VPP (SIGTERM, then
@@ -33,6 +34,9 @@ MAX_ROUTES = 1 << 20
 PING_TIMEOUT_S = 5.0        # [s] a live VPP answers a control ping within this
 RX_MODES = {"polling": 1, "interrupt": 2, "adaptive": 3}
 AF_XDP_MODES = {"auto": 0, "copy": 1, "zero-copy": 2}
+#: [B] one packet buffer with the dpdk plugin: 2048 B data, 128 B headroom, VPP's
+#: and DPDK's headers (vlib_buffer_t, rte_mbuf, the mempool's), rounded up
+BUFFER_ALLOC_BYTES = 2560
 
 
 class VppParams(BaseModel):
@@ -45,8 +49,9 @@ class VppParams(BaseModel):
                               "bridge domain; xconnect: L2 cross-connect")
     interface: Literal["af_xdp", "af_packet", "dpdk"] = Field(
         "af_xdp", description="how VPP opens the DUT ports: AF_XDP sockets (copy mode on "
-                              "veth), AF_PACKET, or DPDK (its dpdk plugin, over DPDK's "
-                              "net_af_packet on each kernel port)")
+                              "veth), AF_PACKET, or DPDK (its dpdk plugin: a NIC bound to "
+                              "vfio-pci or uio where the ssh testbed's port is a PCI "
+                              "address, else DPDK's net_af_packet on the kernel port)")
     af_xdp_mode: Literal["auto", "copy", "zero-copy"] = Field(
         "auto", description="AF_XDP copy or zero-copy (auto: zero-copy where the driver can)")
     workers: int = Field(0, ge=0, le=64, description="worker threads (0: the main thread "
@@ -145,7 +150,13 @@ class VppDut(DutDriver):
                                 f"gives the DUT {dut_cpus} CPU(s); at most {dut_cpus} (0: the "
                                 f"main thread forwards)")
 
+    @classmethod
+    def drives_dpdk_pci(cls, params: dict[str, Any]) -> bool:
+        return params.get("interface") == "dpdk"
+
     def check(self, host=None) -> None:
+        if host is not None and any(host.dpdk_pci) and self.p.interface == "dpdk":
+            self._check_dpdk_memory(host)
         if host is not None and not host.exec.local:        # a DUT host over SSH
             from .install import find_vpp_on
             inst = find_vpp_on(host.exec, self.p.vpp_prefix)
@@ -174,6 +185,43 @@ class VppDut(DutDriver):
             raise DutError("vpp: the Python package vpp-papi is missing "
                            "(pip install vpp-papi; `make setup` installs it)") from None
         self.install = inst
+
+    def _check_dpdk_memory(self, host) -> None:
+        """NICs bound to a DPDK driver: hugepages where DPDK DMAs to physical addresses
+        (no IOMMU), and enough free ones for VPP's memory on them (dut/pci.py)."""
+        fns = [fn for fn in host.dpdk_pci if fn is not None]
+        pa = [fn for fn in fns if fn.needs_hugepages]
+        if pa and self.p.page_size != "2M":
+            fn = pa[0]
+            why = "no IOMMU translates its DMA" if fn.driver == "vfio-pci" else \
+                f"{fn.driver} has no IOMMU support"
+            raise DutError(f"vpp: dut.params.page_size: {fn.address} on {host.name} is bound "
+                           f"to {fn.driver} and {why}, so DPDK needs physical addresses, "
+                           f"which only hugepages give: set page_size = \"2M\" and reserve "
+                           f"hugepages there (docs/testbeds.md), or bind the NIC to vfio-pci "
+                           f"with the IOMMU on (intel_iommu=on / amd_iommu=on)")
+        if self.p.page_size != "2M":
+            return
+        from .. import pci
+        need = pci.hugepages_for(self.dpdk_hugepage_bytes())
+        free = pci.free_hugepages(host.exec, host.sysfs)
+        if free is None or free < need:
+            raise DutError(f"vpp: dut.params.page_size = \"2M\": VPP with DPDK ports needs "
+                           f"about {need} free 2 MiB hugepages on {host.name}, it has "
+                           f"{'no 2 MiB hugepage pool' if free is None else free}: there, "
+                           f"`dpdk-hugepages.py -p 2M --reserve {need * 2}M` (or echo "
+                           f"{need} to /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages"
+                           f"); or lower dut.params.buffers / main_heap_mb")
+
+    def dpdk_hugepage_bytes(self) -> int:
+        """[B] VPP's memory on hugepages with page_size 2M and DPDK ports: main heap,
+        stats segment, buffers (about 2.5 KiB each with DPDK's mbuf header, whole
+        per page) and the 16 MiB the dpdk plugin preallocates for DPDK."""
+        from .. import pci
+        page = pci.HUGEPAGE_KB << 10
+        per_page = page // BUFFER_ALLOC_BYTES
+        buffers = -(-self.p.buffers // per_page) * page
+        return self.p.heap_bytes() + self.p.stats_bytes() + buffers + pci.DPDK_PREALLOC
 
     def peer_macs(self, host=None) -> dict[str, str]:
         """The DUT port's MAC (router, nat: VPP's interfaces take it), the other
@@ -248,25 +296,34 @@ class VppDut(DutDriver):
         self._tsc_hz = _base_frequency(self._api.cli("show cpu"))
 
     def _dpdk_ports(self, host, file_prefix: str) -> DpdkPorts | None:
-        """The dpdk section: a net_af_packet vdev on each kernel port. (net_af_xdp
-        was tried: its ports come up but receive nothing, every frame counted as
-        rx_missed, with VPP's buffers as its mempool; not offered.)"""
+        """The dpdk section: a NIC bound to a DPDK driver by its PCI address, named as
+        the port (``dev <pci> { name dut0 }``); a net_af_packet vdev on each kernel
+        port. (net_af_xdp was tried: its ports come up but receive nothing, every
+        frame counted as rx_missed, with VPP's buffers as its mempool; not offered.)"""
         if self._interface(host) != "dpdk":
             return None
-        vdevs = tuple(f"net_af_packet{i},iface={p.dut.ifname}"
-                      for i, p in enumerate(list(host.ports)[:2]))
-        return DpdkPorts(file_prefix=file_prefix, vdevs=vdevs, hugepages=self.p.page_size != "4k",
-                         rx_desc=self.p.rxq_size, tx_desc=self.p.txq_size)
+        vdevs, pci = [], []
+        for i, p in enumerate(list(host.ports)[:2]):
+            fn = host.dpdk_port(i)
+            if fn is not None:
+                pci.append((fn.address, p.dut.ifname))
+            else:
+                vdevs.append(f"net_af_packet{i},iface={p.dut.ifname}")
+        return DpdkPorts(file_prefix=file_prefix, vdevs=tuple(vdevs), pci=tuple(pci),
+                         hugepages=self.p.page_size != "4k", rx_desc=self.p.rxq_size,
+                         tx_desc=self.p.txq_size)
 
     def _configure(self, host, ports) -> None:
         api = self._api
         assert api is not None
+        pci = [i for i in range(len(ports)) if host.dpdk_port(i) is not None]
         if not host.memif:
             # the kernel keeps off the DUT ports' traffic: VPP owns them now
-            for p in ports:
-                host.exec.run(["ip", "addr", "flush", "dev", p.dut.ifname])
+            for i, p in enumerate(ports):
+                if i not in pci:
+                    host.exec.run(["ip", "addr", "flush", "dev", p.dut.ifname])
         if self._interface(host) == "dpdk":
-            self._sw_if = _dpdk_interfaces(api, ports)
+            self._sw_if = _dpdk_interfaces(api, ports, pci)
         for i, p in enumerate(ports):
             if self._interface(host) != "dpdk":
                 self._sw_if[p.dut.ifname] = self._create_interface(
@@ -274,9 +331,11 @@ class VppDut(DutDriver):
         # VPP's names for them (host-dut0, memif1/0): counters use the ports' names
         self._names = {d.interface_name: port for d in api.call("sw_interface_dump")
                        for port, sw in self._sw_if.items() if d.sw_if_index == sw}
+        macs = {d.sw_if_index: str(d.l2_address).lower() for d in api.call("sw_interface_dump")}
         for p in ports:
             i = self._sw_if[p.dut.ifname]
-            if self._interface(host) != "dpdk":     # DPDK's vdev took the port's MAC
+            # a vdev took the kernel port's MAC; a NIC takes the testbed's dut_mac
+            if macs.get(i) != p.dut.mac.lower():
                 api.call("sw_interface_set_mac_address", sw_if_index=i, mac_address=p.dut.mac)
             api.call("sw_interface_set_flags", sw_if_index=i, flags=modes.ADMIN_UP)
             api.call("sw_interface_set_rx_mode", sw_if_index=i, queue_id_valid=False,
@@ -388,7 +447,7 @@ class VppDut(DutDriver):
         if self._dir:
             host.remove_dir(self._dir)
             self._dir = None
-        for p in list(host.ports)[:2] if not host.memif else ():
+        for p in host.kernel_ports()[:2] if not host.memif else ():
             # an XDP program VPP left behind
             host.exec.run(["ip", "link", "set", "dev", p.dut.ifname, "xdp", "off"], check=False)
         try:
@@ -422,13 +481,23 @@ class VppDut(DutDriver):
         return d
 
 
-def _dpdk_interfaces(api: VppApi, ports) -> dict[str, int]:
-    """The sw_if_index of each port's DPDK interface. VPP names a vdev's
+def _dpdk_interfaces(api: VppApi, ports, pci: list[int] = ()) -> dict[str, int]:
+    """The sw_if_index of each port's DPDK interface. A NIC (port index in
+    ``pci``) carries the port's name (startup.conf names it). VPP names a vdev's
     interface by its link speed and DPDK port number (Ethernet0, ...), so a
     vdev port is found by the MAC its driver took from the kernel port."""
     dump = list(api.call("sw_interface_dump"))
     out = {}
-    for p in ports:
+    for n, p in enumerate(ports):
+        if n in pci:
+            hits = [d.sw_if_index for d in dump if d.interface_name == p.dut.ifname]
+            if len(hits) != 1:
+                seen = ", ".join(d.interface_name for d in dump)
+                raise DutError(f"vpp: no DPDK interface {p.dut.ifname} for the NIC of port "
+                               f"{n} (VPP's interfaces: {seen}): see VPP's log for why DPDK "
+                               f"did not take it")
+            out[p.dut.ifname] = hits[0]
+            continue
         hits = [d.sw_if_index for d in dump
                 if str(d.l2_address).lower() == p.dut.mac.lower() and d.sw_if_index != 0]
         if len(hits) != 1:
