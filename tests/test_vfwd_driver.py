@@ -360,6 +360,36 @@ def test_sigterm_prints_final_stats(tmp_path):
 
 
 @needs_vfwd
+def test_a_worker_whose_cpu_is_taken_counts_the_stall(tmp_path):
+    """A spinning worker stopped for 50 ms (SIGSTOP: its CPU taken, as by a
+    preemption or a stolen vCPU) counts one pass that began > 4 ms late; left
+    alone it counts none (what a lossy trial over memif is read with)."""
+    p = start_endless_xconnect(tmp_path)
+    try:
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(0.3)
+        p.send_signal(signal.SIGSTOP)
+        time.sleep(0.05)
+        p.send_signal(signal.SIGCONT)
+        time.sleep(0.2)
+    finally:
+        p.terminate()
+    out, err = p.communicate(timeout=10)
+    assert p.returncode == 0, err
+    dec = json.JSONDecoder()
+    before, end = dec.raw_decode(out, out.find("{"))
+    final, _ = dec.raw_decode(out, out.find("{", end))
+    b, f = (flatten_stats(d) for d in (before, final))
+    assert f["vfwd_worker_stalls_over_4ms"] - b["vfwd_worker_stalls_over_4ms"] >= 1
+    assert f["vfwd_worker_stalls_over_1ms"] >= f["vfwd_worker_stalls_over_4ms"]
+    # the trial's warning, from the deltas
+    d = {k: f[k] - b.get(k, 0) for k in f}
+    note, = VfwdDut({"mode": "xconnect"}).trial_notes(d)
+    assert "lost its CPU for over 1 ms" in note and "over 4 ms" in note
+    assert VfwdDut({"mode": "xconnect"}).trial_notes({**d, "vfwd_worker_stalls_over_1ms": 0}) == []
+
+
+@needs_vfwd
 def test_sigusr1_prints_stats_while_running(tmp_path):
     """SIGUSR1 prints the statistics and vfwd goes on; the final ones at exit
     count more."""

@@ -88,7 +88,17 @@ static void *worker_main(void *arg)
 	int yield = 0;
 	for (uint32_t k = 0; k < c->n_ports; k++)
 		yield |= c->sched_priority > 0 && c->port[k].drv != VF_PORT_MEMIF;
+	const uint64_t ms = (uint64_t)(vf_tsc_hz() / 1000);
+	uint64_t last = 0;      /* start of the previous pass; 0 after a sleep */
 	while (!w->stop) {
+		/* a pass (at most a vector per node) takes microseconds: one that
+		 * took over a millisecond lost its CPU in the middle */
+		uint64_t t = vf_clock();
+		if (last && t - last > ms) {
+			w->stalls_1ms++;
+			w->stalls_4ms += t - last > 4 * ms;
+		}
+		last = t;
 		uint32_t n = vf_worker_run_once(w);
 		if (yield)
 			sched_yield();
@@ -113,6 +123,7 @@ static void *worker_main(void *arg)
 			poll(pfd, nfd, 10);
 		else
 			usleep(1000);
+		last = 0;
 	}
 	return NULL;
 }
@@ -319,6 +330,7 @@ int main(int argc, char **argv)
 			pthread_attr_setschedpolicy(&at, SCHED_FIFO);
 			pthread_attr_setschedparam(&at, &sp);
 		}
+		vf_tsc_hz();   /* calibrated once, here: the workers only read it */
 		int e = pthread_create(&th[i], &at, worker_main, g_workers[i]);
 		pthread_attr_destroy(&at);
 		if (e) {

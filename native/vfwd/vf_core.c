@@ -505,9 +505,12 @@ void vf_stats_json(FILE *out, vf_worker_t *const *ws, uint32_t n, double tsc_hz,
 	fprintf(out, "\n  \"workers_detail\": [");
 	for (uint32_t k = 0; k < n; k++) {
 		fprintf(out, "%s\n   {\"worker\": %u, \"loops\": %llu, \"busy_clocks\": %llu, "
+			"\"stalls_over_1ms\": %llu, \"stalls_over_4ms\": %llu, "
 			"\"buffers_free\": %u, \"buffers\": %u, \"nodes\": {", k ? "," : "",
 			ws[k]->id, (unsigned long long)ws[k]->loops,
-			(unsigned long long)ws[k]->busy_clocks, ws[k]->pool.n_free, ws[k]->pool.n);
+			(unsigned long long)ws[k]->busy_clocks,
+			(unsigned long long)ws[k]->stalls_1ms, (unsigned long long)ws[k]->stalls_4ms,
+			ws[k]->pool.n_free, ws[k]->pool.n);
 		first = 1;
 		for (uint32_t i = 0; i < vf_n_nodes; i++) {
 			const vf_node_rt_t *r = &ws[k]->rt[i];

@@ -346,6 +346,11 @@ typedef struct vf_worker {
 	uint64_t busy_clocks;               /* TSC in passes that brought packets in:
 					     * the whole loop, nodes and dispatch */
 	uint64_t pg_sent;                   /* pg-input packets generated */
+	/* passes that began more than 1 ms (4 ms) after the previous one
+	 * began, the worker not having slept in poll() between them: its CPU
+	 * was taken from it (preempted, or the vCPU stolen), a time its RX
+	 * rings must ride out */
+	uint64_t stalls_1ms, stalls_4ms;
 } VF_ALIGNED vf_worker_t;
 
 int vf_worker_init(vf_worker_t *w, uint32_t id, const struct vf_config *c, uint32_t n_bufs,

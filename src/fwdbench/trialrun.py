@@ -103,7 +103,7 @@ def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict
                 f"({sc.trial.latency_rate:g} pps) and its latency is reported"
                 + "".join(f"; {n}" for n in arr.notes))
         result.dut_counters = counter_delta(before, driver.counters())
-        result.warnings += driver.take_warnings()
+        result.warnings += driver.take_warnings() + driver.trial_notes(result.dut_counters)
         return result
 
     return execute

@@ -75,6 +75,12 @@ class DutDriver(ABC):
         to revive); the trial routine adds them to the trial's warnings."""
         return []
 
+    def trial_notes(self, counters: dict[str, int]) -> list[str]:
+        """Warnings the driver reads in one trial's counter deltas (``counters``:
+        DutDriver.counters() after minus before), e.g. that the data plane lost
+        its CPU during the trial."""
+        return []
+
     def recover_link(self, reason: str) -> str | None:
         """The generator could not meet this DUT on its memif link (``reason``: the
         generator's error). A driver that can restore the link (restart its side)

@@ -366,6 +366,10 @@ def flatten_stats(st: dict[str, Any]) -> dict[str, int]:
     for k, v in st.get("bridge", {}).items():
         if k != "entries":
             out[f"vfwd_bridge_{k}"] = int(v)
+    # passes that began > 1 ms (4 ms) late while the workers meant to spin: their
+    # CPU was taken (preempted, or the vCPU stolen); what a lossy trial is read with
+    for f in ("stalls_over_1ms", "stalls_over_4ms"):
+        out[f"vfwd_worker_{f}"] = sum(int(w.get(f, 0)) for w in st.get("workers_detail", []))
     for p in st.get("ports", []):
         name = p.get("ifname") or f"port{p.get('port')}"
         for f in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_dropped"):
@@ -546,6 +550,18 @@ class VfwdDut(DutDriver):
         deadline = time.monotonic() + 5
         while not self._host.exec.exists(self._sock) and time.monotonic() < deadline:
             time.sleep(0.02)
+
+    def trial_notes(self, counters: dict[str, int]) -> list[str]:
+        # a pass that began > 1 ms after the previous one: the worker's CPU was
+        # taken (lossy memif trials coincided with these, and only those:
+        # docs/lab.md)
+        n1 = counters.get("vfwd_worker_stalls_over_1ms", 0)
+        if n1 <= 0:
+            return []
+        n4 = counters.get("vfwd_worker_stalls_over_4ms", 0)
+        return [f"vfwd's worker lost its CPU for over 1 ms {n1} time(s) in this trial "
+                f"({n4} over 4 ms): preempted, or the vCPU stolen by the hypervisor; frames "
+                f"lost then are this host's, not vfwd's"]
 
     def counters(self) -> dict[str, int]:
         """Per-node packets/calls/clocks, drops per reason, per-port packets (cumulative)."""
