@@ -151,21 +151,14 @@ def _nr_hugepages(ex) -> int:
 
 
 def boot_id() -> str:
-    try:
-        with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip()
-    except OSError:
-        return ""
+    from ..remote.leftovers import boot_id as this_boot
+    return this_boot()
 
 
 def proc_start(pid: int) -> int | None:
     """Start time [clock ticks since boot] of a process of this machine (an owner)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            data = f.read()
-        return int(data[data.rindex(")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
+    from ..lab.cleanup import proc_start_time
+    return proc_start_time(pid)
 
 
 def owner() -> dict[str, Any]:
