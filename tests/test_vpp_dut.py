@@ -18,7 +18,7 @@ from fwdbench.dut import load_drivers
 from fwdbench.dut.vpp import VppDut, find_vpp
 from fwdbench.dut.vpp.startup import Startup, plugins_for
 from fwdbench.errors import CampaignError, DutError
-from fwdbench.lab import PORTS
+from fwdbench.lab import PORTS, rt_throttling
 
 P0, P1 = PORTS
 MARK = b"fwdbench-test"
@@ -228,9 +228,13 @@ def _listdir(d: str) -> list[str]:
 
 
 @pytest.mark.root
-@pytest.mark.parametrize("interface", ["af_xdp", "af_packet"])
+@pytest.mark.parametrize("interface", ["af_xdp", "af_packet", "dpdk"])
 def test_router_ipv4_forwards_with_ttl_checksum_and_macs(lab, dut, tg_wire, interface):
+    """dpdk: VPP's dpdk plugin (linked against Debian's DPDK) on DPDK vdevs on the
+    veth ports routes frame by frame as with its own interfaces, counters per port."""
     from scapy.all import IP, UDP, Ether
+    if interface == "dpdk":
+        _need_dpdk_plugin()
     d = dut(mode="router", interface=interface)
     tg_wire.listen("tg0", "tg1")
     before = d.counters()
@@ -255,6 +259,12 @@ def test_router_ipv4_forwards_with_ttl_checksum_and_macs(lab, dut, tg_wire, inte
     assert desc["version"].startswith("26.") or desc["version"]
     assert desc["interfaces"].keys() == {"dut0", "dut1"}
     assert "main-core" in desc["startup_conf"]
+    if interface == "dpdk":
+        assert delta["vpp_node.dpdk-input.vectors"] >= 5
+        conf = desc["startup_conf"]
+        assert "vdev net_af_packet0,iface=dut0" in conf and "no-pci" in conf and \
+            "no-hugetlb" in conf
+        assert "plugin dpdk_plugin.so { enable }" in conf and "af_xdp_plugin" not in conf
 
 
 @pytest.mark.root
@@ -361,37 +371,6 @@ def _need_dpdk_plugin():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and {msg}")
         pytest.skip(msg)
-
-
-@pytest.mark.root
-def test_dpdk_router_forwards_over_dpdk_vdevs(lab, dut, tg_wire):
-    """VPP's dpdk plugin (linked against Debian's DPDK) on DPDK vdevs on the veth
-    ports routes frame by frame as with its own interfaces, counters per port."""
-    from scapy.all import IP, UDP, Ether
-    _need_dpdk_plugin()
-    d = dut(mode="router", interface="dpdk")
-    tg_wire.listen("tg0", "tg1")
-    before = d.counters()
-    frames = [_udp4(f"198.18.128.{i}", f"198.19.{128 + i}.{i + 1}", ttl=64 - i) for i in range(5)]
-    tg_wire.send("tg0", frames)
-    got = tg_wire.sniff("tg1", count=5, timeout=3, match=_ours)
-    assert len(got) == 5
-    for sent, p in zip(frames, got):
-        assert p[Ether].src == P1.dut.mac and p[Ether].dst == P1.tg.mac
-        assert p[IP].ttl == sent[IP].ttl - 1
-        assert p[IP].src == sent[IP].src and p[IP].dst == sent[IP].dst
-        assert _ipv4_checksum_ok(p)
-        assert p[UDP].sport == 1024 and p[UDP].dport == 1024
-    after = d.counters()
-    delta = {k: after[k] - before.get(k, 0) for k in after}
-    assert delta["dut0.rx_packets"] >= 5 and delta["dut1.tx_packets"] >= 5
-    assert delta["vpp_node.dpdk-input.vectors"] >= 5
-    assert delta["vpp_node.ip4-lookup.vectors"] >= 5
-    desc = d.describe()
-    assert desc["interfaces"].keys() == {"dut0", "dut1"}
-    conf = desc["startup_conf"]
-    assert "vdev net_af_packet0,iface=dut0" in conf and "no-pci" in conf and "no-hugetlb" in conf
-    assert "plugin dpdk_plugin.so { enable }" in conf and "af_xdp_plugin" not in conf
 
 
 @pytest.mark.root
@@ -603,7 +582,7 @@ def test_user_space_duts_forward_over_memif(dut):
             assert record["link"] == "memif" and len(record["memif"]) == 2
             assert all(m["socket"].startswith(run_dir) for m in record["memif"])
             # the polling thread at the lab's FIFO priority where RT throttling is lifted
-            if str(tb.lab.rt_throttling).startswith(("lifted", "already")):
+            if rt_throttling.lifted(tb.lab.rt_throttling):
                 assert (os.SCHED_FIFO, tb.lab.cfg.napi_rt_priority) in _dut_thread_policies(
                     {"vpp": "vpp", "vfwd": "vfwd", "testpmd": "dpdk-testpmd"}[dut["type"]])
         assert_all_forwarded(r, 20_000, dut["type"])

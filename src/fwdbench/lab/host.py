@@ -7,7 +7,7 @@ import tempfile
 from typing import TYPE_CHECKING, Any
 
 from .. import native
-from . import cleanup
+from . import cleanup, rt_throttling
 from ..dut.host import DutHost, PortRx
 
 if TYPE_CHECKING:
@@ -45,8 +45,8 @@ class NetnsDutHost(DutHost):
         if self.memif:          # no kernel on the path: the data plane polls its rings
             # ... at the NAPI threads' SCHED_FIFO priority where the lab lifted RT
             # throttling (a spinning FIFO thread is else idled 50 ms a second)
-            lifted = str(getattr(lab, "rt_throttling", "")).startswith(("lifted", "already"))
-            prio = lab.cfg.napi_rt_priority if lab.cfg.kernel_tuning and lifted else 0
+            off = rt_throttling.lifted(lab.rt_throttling)
+            prio = lab.cfg.napi_rt_priority if lab.cfg.kernel_tuning and off else 0
             return PortRx(ingress="memif", rt_priority=prio)
         if not lab.cfg.kernel_tuning:
             return PortRx(ingress="napi", napi_cpu=None, rt_priority=0)

@@ -70,6 +70,11 @@ def lift(state: dict[str, Any], others: list[dict[str, Any]], save) -> str:
     return f"lifted (-1; {saved} restored at teardown)"
 
 
+def lifted(status: str) -> bool:
+    """True when ``status`` (what lift() returned) says RT throttling is off now."""
+    return status.startswith(("lifted", "already unlimited"))
+
+
 def restore(state: dict[str, Any] | None, others: list[dict[str, Any]]) -> None:
     """Put the saved value back unless another lab still relies on the lift."""
     if not state or state.get(KEY) is None:
