@@ -352,32 +352,12 @@ def test_bridge_passes_frames_unchanged(lab, dut, tg_wire, learning):
 
 
 @pytest.mark.root
-def test_xconnect_passes_any_frame_unchanged_both_ways(lab, dut, tg_wire):
+@pytest.mark.parametrize("interface", ["af_xdp", "dpdk"])
+def test_xconnect_passes_any_frame_unchanged_both_ways(lab, dut, tg_wire, interface):
     from scapy.all import Ether, Raw
-    dut(mode="xconnect")
-    tg_wire.listen("tg0", "tg1")
-    odd = Ether(src="02:fb:00:00:00:77", dst="02:fb:00:00:00:78", type=0x88B5) / Raw(b"x" * 50 + MARK)
-    f = _udp4("198.18.128.1", "198.19.128.1", dmac=P1.tg.mac, ttl=1)    # TTL 1: not routed
-    tg_wire.send("tg0", [f, odd])
-    tg_wire.send("tg1", f)
-    assert [bytes(p) for p in tg_wire.sniff("tg1", count=2, timeout=3, match=_ours)] == \
-        [bytes(f), bytes(odd)]
-    assert [bytes(p) for p in tg_wire.sniff("tg0", count=1, timeout=3, match=_ours)] == [bytes(f)]
-
-
-def _need_dpdk_plugin():
-    if "dpdk" not in need_vpp().plugins:
-        msg = "the installed VPP has no dpdk plugin (make setup VPP_SRC=...)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and {msg}")
-        pytest.skip(msg)
-
-
-@pytest.mark.root
-def test_dpdk_xconnect_passes_any_frame_unchanged_both_ways(lab, dut, tg_wire):
-    from scapy.all import Ether, Raw
-    _need_dpdk_plugin()
-    d = dut(mode="xconnect", interface="dpdk")
+    if interface == "dpdk":
+        _need_dpdk_plugin()
+    d = dut(mode="xconnect", interface=interface)
     tg_wire.listen("tg0", "tg1")
     before = d.counters()
     odd = Ether(src="02:fb:00:00:00:77", dst="02:fb:00:00:00:78", type=0x88B5) / Raw(b"x" * 50 + MARK)
@@ -390,6 +370,14 @@ def test_dpdk_xconnect_passes_any_frame_unchanged_both_ways(lab, dut, tg_wire):
     after = d.counters()
     assert after["dut0.rx_packets"] - before.get("dut0.rx_packets", 0) >= 2
     assert after["dut1.tx_packets"] - before.get("dut1.tx_packets", 0) >= 2
+
+
+def _need_dpdk_plugin():
+    if "dpdk" not in need_vpp().plugins:
+        msg = "the installed VPP has no dpdk plugin (make setup VPP_SRC=...)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {msg}")
+        pytest.skip(msg)
 
 
 @pytest.mark.root
