@@ -91,15 +91,16 @@ static void *worker_main(void *arg)
 	const uint64_t ms = (uint64_t)(vf_tsc_hz() / 1000);
 	uint64_t last = 0;      /* start of the previous pass; 0 after a sleep */
 	while (!w->stop) {
+		uint32_t n = vf_worker_run_once(w);
 		/* a pass (at most a vector per node) takes microseconds: one that
-		 * took over a millisecond lost its CPU in the middle */
-		uint64_t t = vf_clock();
+		 * began over a millisecond after the previous one lost its CPU in
+		 * between (the pass's own clock reading, no second one) */
+		uint64_t t = w->pass_start;
 		if (last && t - last > ms) {
 			w->stalls_1ms++;
 			w->stalls_4ms += t - last > 4 * ms;
 		}
 		last = t;
-		uint32_t n = vf_worker_run_once(w);
 		if (yield)
 			sched_yield();
 		if (n) {

@@ -349,6 +349,7 @@ uint32_t vf_worker_run_once(vf_worker_t *w)
 {
 	uint32_t produced = 0;
 	uint64_t t0 = vf_clock();
+	w->pass_start = t0;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	w->now_s = (uint32_t)ts.tv_sec + w->now_offset;

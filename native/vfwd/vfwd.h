@@ -351,6 +351,7 @@ typedef struct vf_worker {
 	 * was taken from it (preempted, or the vCPU stolen), a time its RX
 	 * rings must ride out */
 	uint64_t stalls_1ms, stalls_4ms;
+	uint64_t pass_start;                /* TSC at the start of the last pass */
 } VF_ALIGNED vf_worker_t;
 
 int vf_worker_init(vf_worker_t *w, uint32_t id, const struct vf_config *c, uint32_t n_bufs,
