@@ -371,22 +371,23 @@ params = { mode = "router" }
             time.sleep(0.05)
         rig.stop_sshd()                 # the DUT host's sshd and every session: gone
         out, err = p.communicate(timeout=120)
+        assert p.returncode == 3, err
+        assert "the connection to the DUT host was lost" in " ".join(err.split()), err
+        rows = _trials(db)
+        failed = [t for t in rows if t["status"] == "failed"]
+        assert len(failed) == 1 and "SshConnectionLost" in failed[0]["error"], rows
+        assert "the connection to the DUT host was lost" in failed[0]["error"]
+        kept = [t for t in rows if t["status"] == "done"]
+        assert kept and all(t["id"] < failed[0]["id"] for t in kept)
+        # the NAT DUT's configuration is still on the DUT host: nobody could remove it
+        left = rig.dut_state()
+        assert "inet fwdbench" in left["nft"] and left["forwarding"] == "1\n1\n"
+        assert len(rig.run_dirs()) == 1
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
-    assert p.returncode == 3, err
-    assert "the connection to the DUT host was lost" in " ".join(err.split()), err
-    rows = _trials(db)
-    failed = [t for t in rows if t["status"] == "failed"]
-    assert len(failed) == 1 and "SshConnectionLost" in failed[0]["error"], rows
-    assert "the connection to the DUT host was lost" in failed[0]["error"]
-    kept = [t for t in rows if t["status"] == "done"]
-    assert kept and all(t["id"] < failed[0]["id"] for t in kept)
-    # the NAT DUT's configuration is still on the DUT host: nobody could remove it
-    left = rig.dut_state()
-    assert "inet fwdbench" in left["nft"] and left["forwarding"] == "1\n1\n"
-    assert len(rig.run_dirs()) == 1
-    rig.start_sshd()
+        if rig.sshd is None:            # the rig's later tests need it, whatever failed here
+            rig.start_sshd()
     cp = rig.fwdbench_run(["run", "--resume", str(db), "--no-report"])
     assert cp.returncode == 0, cp.stderr
     notes = " ".join(cp.stderr.split())

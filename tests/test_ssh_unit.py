@@ -156,3 +156,38 @@ def test_dut_links_and_cpus_on_the_ssh_testbed():
     assert "dut[0].params.workers" in msg and "2 CPU(s)" in msg
     raw["dut"] = [{"name": "v", "type": "vfwd"}]
     assert build_campaign(raw, "c.toml").scenarios[0].dut.link == "veth"
+
+
+class _DroppingConnection(SshConnection):
+    """A master (a real process) that ends shortly after its sessions fail with
+    ssh's 255 and no message: what a killed sshd looks like to the tester, the
+    sessions learning of it before the master does. The "session" is a local
+    shell that exits 255."""
+
+    def __init__(self, master_lives: float):
+        import subprocess
+        super().__init__(SshTarget("bench@dut1"))
+        self.master = subprocess.Popen(["sleep", str(master_lives)])
+
+    def argv(self, remote_command: str) -> list[str]:
+        return ["sh", "-c", "exit 255"]
+
+
+def test_a_session_that_fails_silently_while_the_master_dies_is_a_lost_connection():
+    """Not a missing file: a meter reading /proc/net/snmp when the DUT host's sshd
+    was killed once reported "not readable or missing" (CI, stop 27)."""
+    conn = _DroppingConnection(master_lives=0.5)
+    ex = RemoteExecutor(conn, sudo=False)
+    with pytest.raises(SshConnectionLost, match="lost while running `tail"):
+        ex.read_file("/proc/net/snmp")
+    conn.master.wait()
+
+
+def test_a_commands_own_255_with_the_master_alive_is_the_commands():
+    conn = _DroppingConnection(master_lives=30)
+    try:
+        cp = RemoteExecutor(conn, sudo=False).run(["false"], check=False)
+        assert cp.returncode == 255
+    finally:
+        conn.master.kill()
+        conn.master.wait()

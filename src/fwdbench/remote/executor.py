@@ -43,6 +43,9 @@ from .ssh import SSH_FAILED, SshConnection, SshConnectionLost, SshError, classif
 
 #: exit status of `env` when the program is missing (and of a shell's "command not found")
 NOT_FOUND = 127
+#: how long a session that failed with ssh's 255 and no message gives the master to
+#: notice that the connection dropped (it learns of it after the sessions do)
+_MASTER_SETTLE_S = 3.0
 
 # Fixed scripts (data arrives as "$@", never in the text).
 #: popen's watchdog: pid file, run tag, then the program's argv
@@ -130,7 +133,7 @@ class RemoteExecutor(Executor):
             e = classify(err, self.conn.target, during)
             if e is not None:
                 raise e
-            if not self.conn.alive():
+            if not self.conn.alive(settle=_MASTER_SETTLE_S):
                 raise SshConnectionLost(f"ssh {self.conn.name}: the connection to the DUT host "
                                         f"was lost {during}: {last_lines(err, 1)}")
         if self.sudo and _SUDO_PASSWORD.search(err):

@@ -204,8 +204,18 @@ class SshConnection:
         except OSError:
             return ""
 
-    def alive(self) -> bool:
-        return self.master is not None and self.master.poll() is None
+    def alive(self, settle: float = 0.0) -> bool:
+        """Whether the master runs. With ``settle``, a session that just failed
+        without saying why (ssh's 255, no message) gives the master that long to
+        notice a dropped connection and end: killed sessions fail first, and the
+        master only learns of it when its socket closes."""
+        if self.master is None:
+            return False
+        try:
+            self.master.wait(settle) if settle > 0 else None
+        except subprocess.TimeoutExpired:
+            pass
+        return self.master.poll() is None
 
     def ensure_alive(self, during: str) -> None:
         """SshConnectionLost when the master has ended (no silent reconnection:
