@@ -229,6 +229,16 @@ def test_jumbo_frames_come_chained_through_small_buffers(sockdir):
         assert_exact(s, latency=False)
 
 
+def test_the_result_says_each_ports_ring_size_from_the_connection(sockdir):
+    """The slave's ring_size makes the rings; the master learns it in the
+    handshake: both ends report what the connection has, not what was asked."""
+    for ring in (256, 4096):
+        doc, _shaken = trial(spec_for(loop_ports(sockdir, ring_size=ring), 5_000,
+                                      latency=None))
+        assert doc["memif"] == {"m0": {"rx_ring": ring, "tx_ring": ring},
+                                "m1": {"rx_ring": ring, "tx_ring": ring}}, doc["memif"]
+
+
 def test_python_wrapper_parses_a_memif_result(sockdir):
     spec = spec_for(loop_ports(sockdir), 20_000)
     doc, shaken = trial(spec)

@@ -71,7 +71,13 @@ def test_memif_ports_are_dpdk_memif_vdevs_in_the_role_the_dut_leaves():
     assert a == ("--vdev=net_memif0,role=server,socket=/run/fwdbench/ab12.d/memif/tg0.sock,"
                  "socket-abstract=no,id=0,mac=02:fb:00:00:00:01")
     assert b.startswith("--vdev=net_memif1,role=client,socket=/run/fwdbench/ab12.d/memif/"
-                        "dut1.sock,") and ",id=3," in b
+                        "dut1.sock,") and ",id=3," in b and "rsize" not in b
+    # testbed.memif_ring_size: the client brings the rings, so only it says their size
+    deep = dict(ring_size=8192)
+    assert memif_device(1, MemifLink(socket="/s/dut1.sock", role="master", **deep),
+                        "02:fb:00:00:00:02").endswith(",rsize=13")
+    assert "rsize" not in memif_device(0, MemifLink(socket="/s/tg0.sock", **deep),
+                                       "02:fb:00:00:00:01")
     text = cfg(ports=(CfgPort(a, "02:fb:00:00:00:01", "02:fb:00:00:01:01"),
                       CfgPort(b, "02:fb:00:00:00:02", "02:fb:00:00:01:02"))).render()
     assert f"interfaces: ['{a}', '{b}']" in text

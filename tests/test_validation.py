@@ -61,6 +61,8 @@ CASES = [
      "campaign.repetitions", ["0 is too small", "allowed: 1..1000"]),
     ("range", lambda: sim_campaign(testbed={"type": "netns", "napi_rt_priority": 120}),
      "testbed.napi_rt_priority", ["120 is too large", "allowed: 0..99"]),
+    ("value", lambda: sim_campaign(testbed={"type": "netns", "memif_ring_size": 1000}),
+     "testbed.memif_ring_size", ["1000 is not a power of two in 64 .. 16384"]),
     ("enum", lambda: sim_campaign(testbed={"type": "vm"}), "testbed.type",
      ["'vm' is not allowed (allowed values: 'netns', 'sim', 'ssh')"]),
     ("enum", lambda: sim_campaign(trial={"backend": "afxpd"}), "trial.backend",

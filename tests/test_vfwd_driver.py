@@ -287,6 +287,15 @@ def test_resolve_rings(params, lab, want):
     assert resolve_rings(VfwdParams(**params), lab) == want
 
 
+@pytest.mark.parametrize("params, rx, want", [
+    ({}, PortRx(ingress="memif"), (8192, 4096)),            # testbed.memif_ring_size
+    ({"ring_size": 512}, PortRx(ingress="memif"), (512, 256)),  # vfwd's own param wins
+    ({}, PortRx(ingress="napi"), (2048, 256)),              # not a memif port: no effect
+])
+def test_resolve_rings_takes_the_memif_links_ring_size(params, rx, want):
+    assert resolve_rings(VfwdParams(**params), rx, memif_ring=8192) == want
+
+
 def test_render_config_rx_mode():
     ports = [_Port(x, i) for i, x in enumerate(lab_ports())]
     text = render_config(VfwdParams(), ports, [1], "interrupt", 51)

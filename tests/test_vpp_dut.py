@@ -542,7 +542,8 @@ def _dut_thread_policies(exe: str) -> set[tuple[int, int]]:
 def test_user_space_duts_forward_over_memif(dut):
     """The lab's memif link: the generator and the DUT meet over shared memory
     (sockets in the lab's directory, gone with it); trials forward every frame;
-    the scenario records its link."""
+    the scenario records its link; testbed.memif_ring_size sizes the rings
+    whichever side brings them (the generator reports what each connection has)."""
     if dut["type"] == "vpp":
         need_vpp()
     from fwdbench.campaign import build_campaign
@@ -551,7 +552,8 @@ def test_user_space_duts_forward_over_memif(dut):
     cpus = sorted(os.sched_getaffinity(0))
     c = build_campaign({
         "campaign": {"name": "memif"},
-        "testbed": {"type": "netns", "gen_cpu": cpus[0], "dut_cpu": cpus[-1], "link": "memif"},
+        "testbed": {"type": "netns", "gen_cpu": cpus[0], "dut_cpu": cpus[-1], "link": "memif",
+                    "memif_ring_size": 4096},
         "trial": {"duration": "1s", "warmup_trial": False},
         "dut": [{"name": "d", **dut}],
         "profile": [{"name": "p64", "frame_size": 64, "flows": 16}],
@@ -568,6 +570,8 @@ def test_user_space_duts_forward_over_memif(dut):
                     break
                 r = execute(1.0, 20_000, attempt + 1, False)
             assert record["link"] == "memif" and len(record["memif"]) == 2
+            assert r.raw["memif"] == {tg: {"rx_ring": 4096, "tx_ring": 4096}
+                                      for tg in ("tg0", "tg1")}, r.raw["memif"]
             assert all(m["socket"].startswith(run_dir) for m in record["memif"])
             # the polling thread at the lab's FIFO priority where RT throttling is lifted
             if rt_throttling.lifted(tb.lab.rt_throttling):

@@ -146,8 +146,18 @@ static int on_fd_update(memif_fd_event_t fde, void *ctx)
 static int on_connect(memif_conn_handle_t conn, void *ctx)
 {
 	struct fg_mif_if *i = ctx;
+	memif_details_t md;
+	char buf[2048];
 
-	(void)conn;
+	/* the rings' size: a slave's own, a master's from the peer */
+	memset(&md, 0, sizeof(md));
+	i->ring_rx = i->ring_tx = 0;
+	if (memif_get_details(conn, &md, buf, sizeof(buf)) == MEMIF_ERR_SUCCESS) {
+		if (md.rx_queues_num && md.rx_queues)
+			i->ring_rx = md.rx_queues[0].ring_size;
+		if (md.tx_queues_num && md.tx_queues)
+			i->ring_tx = md.tx_queues[0].ring_size;
+	}
 	i->up = 1;
 	i->ups++;
 	i->why[0] = 0;

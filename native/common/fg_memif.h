@@ -53,6 +53,7 @@ struct fg_mif_if {
 	memif_conn_handle_t conn;
 	struct fg_mif_ctl *ctl;
 	int up;                   /* connected */
+	uint32_t ring_rx, ring_tx; /* slots of our queue 0 rings, from the handshake */
 	unsigned ups, downs;      /* connections made and ended */
 	int closing;
 	char why[160];            /* why the last connection ended */

@@ -175,6 +175,10 @@ const char *fg_xdp_tx_warning(struct fg_run *r);
 int fg_memif_available(char *err, size_t errlen);
 /* The MAC of a memif port without spec.ports[].mac: 02:fb:6d:00:00:<index+1> */
 void fg_memif_default_mac(int port, uint8_t mac[6]);
+/* The slots of memif port `port`'s RX and TX rings, as its last connection
+ * made them (a slave's own size, a master's from the peer): 1, or 0 when the
+ * port is not memif or never connected. */
+int fg_memif_rings(struct fg_run *r, int port, uint32_t *rx, uint32_t *tx);
 
 /* trial.c */
 int fg_trial_main(int argc, char **argv);

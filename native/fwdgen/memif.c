@@ -603,6 +603,18 @@ const struct fg_rxops fg_mif_rxops = {
 	.poll = mif_rx_poll,
 };
 
+int fg_memif_rings(struct fg_run *r, int port, uint32_t *rx, uint32_t *tx)
+{
+	struct mif *m = r->memif;
+	struct mif_port *p = m && port >= 0 && port < FG_MAX_PORTS ? m->ports[port] : NULL;
+
+	if (!p || !p->mi.ups)
+		return 0;
+	*rx = p->mi.ring_rx;
+	*tx = p->mi.ring_tx;
+	return 1;
+}
+
 #else /* !FG_HAVE_MEMIF: the backend says why it is missing */
 
 #ifndef FG_MEMIF_WHY
@@ -612,6 +624,12 @@ const struct fg_rxops fg_mif_rxops = {
 int fg_memif_available(char *err, size_t errlen)
 {
 	fg_errf(err, errlen, "%s", FG_MEMIF_WHY);
+	return 0;
+}
+
+int fg_memif_rings(struct fg_run *r, int port, uint32_t *rx, uint32_t *tx)
+{
+	(void)r, (void)port, (void)rx, (void)tx;
 	return 0;
 }
 

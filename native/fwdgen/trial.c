@@ -1010,7 +1010,7 @@ int fg_trial_main(int argc, char **argv)
 	char err[512] = "", *text = NULL, *out;
 	int rc, i, nth, exit_code = FG_EXIT_RUNTIME, fallback = 0;
 	size_t len;
-	json_t *res = NULL, *warn, *arr, *bk;
+	json_t *res = NULL, *warn, *arr, *bk, *mif;
 
 	memset(&r, 0, sizeof(r));
 	if (!sp)
@@ -1203,6 +1203,19 @@ int fg_trial_main(int argc, char **argv)
 			"fwdgen_version", FWDGEN_VERSION, "ok", 1, "backends", bk,
 			"duration_s", sp->duration_s, "warmup_s", sp->warmup_s,
 			"streams", arr, "warnings", warn);
+	mif = json_object();
+	for (i = 0; i < r.nports; i++) {
+		uint32_t rxr, txr;
+
+		if (fg_memif_rings(&r, i, &rxr, &txr))
+			json_object_set_new(mif, r.ports[i].sp->ifname,
+					    json_pack("{s:I, s:I}", "rx_ring", (json_int_t)rxr,
+						      "tx_ring", (json_int_t)txr));
+	}
+	if (json_object_size(mif))
+		json_object_set_new(res, "memif", mif);
+	else
+		json_decref(mif);
 	close_all(&r);
 	out = json_dumps(res, JSON_REAL_PRECISION(10) | (o.pretty ? JSON_INDENT(2) : JSON_COMPACT));
 	if (out) {

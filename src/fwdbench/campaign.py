@@ -115,6 +115,23 @@ class NetnsTestbed(TestbedBase):
         "veth", description="how user-space DUTs (vfwd, testpmd, vpp) meet the generator: "
                             "veth, or memif (shared memory, no kernel on the path); kernel "
                             "and XDP DUTs always use veth")
+    memif_ring_size: int | None = Field(
+        None, description="slots per memif ring on the memif link (a power of two, 64 .. "
+                           "16384), both directions, whichever side brings the rings (the "
+                           "slave): the queue that rides out a stall of the side that polls "
+                           "it. Unset: each side's own default (VPP, DPDK and fwdgen 1024, "
+                           "vfwd 2048). A DUT param that sizes its own rings (vfwd's "
+                           "ring_size, VPP's rxq_size) wins")
+
+    @field_validator("memif_ring_size")
+    @classmethod
+    def _memif_ring_size(cls, v):
+        if v is None:
+            return v
+        if not 64 <= v <= 16384 or v & (v - 1):
+            raise ValueError(f"{v} is not a power of two in 64 .. 16384 (libmemif's and "
+                             f"DPDK's largest ring: 2^14 slots)")
+        return v
 
 
 class SimTestbed(TestbedBase):

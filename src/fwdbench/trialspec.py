@@ -37,6 +37,8 @@ def build_spec(tester, profile: Profile, trial: TrialSettings, load_pps: float,
     for port, link in zip(ports, memif or ()):
         del port["backend"]
         port["memif"] = {"socket": link.socket, "id": link.id, "role": link.peer_role}
+        if link.ring_size:
+            port["memif"]["ring_size"] = link.ring_size
     streams = [{"id": 0, "tx_port": 0, "rx_port": 1, "src": net0, "dst": net1,
                 "src_port": 1024, "dst_port": 1024}]
     if profile.direction == "bi":

@@ -29,6 +29,8 @@ class MemifLink:
     socket: str
     id: int = 0
     role: str = "slave"
+    ring_size: int | None = None    # slots per ring, set by the slave (testbed.memif_ring_size;
+                                    # None: the slave's own default)
 
     @property
     def peer_role(self) -> str:
@@ -36,7 +38,8 @@ class MemifLink:
         return "master" if self.role == "slave" else "slave"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"socket": self.socket, "id": self.id, "dut_role": self.role}
+        return {"socket": self.socket, "id": self.id, "dut_role": self.role,
+                **({"ring_size": self.ring_size} if self.ring_size else {})}
 
 
 @dataclass(frozen=True)

@@ -251,8 +251,10 @@ def resolve_rx_mode(p: VfwdParams, cpus: list[int], rx: PortRx | None) -> tuple[
     return mode, prio
 
 
-def resolve_rings(p: VfwdParams, rx: PortRx | None) -> tuple[int, int]:
-    """(ring_size, fill_depth) for the DUT ports' receive: the params if set; behind the
+def resolve_rings(p: VfwdParams, rx: PortRx | None,
+                  memif_ring: int | None = None) -> tuple[int, int]:
+    """(ring_size, fill_depth) for the DUT ports' receive: the params if set; on memif
+    the link's ring size (testbed.memif_ring_size) if set; behind the
     lab's ``afxdp`` ingress the rings hold its queue (testbed.dut_rx_queue)
     and the socket keeps that many buffers in the kernel; else RING_SIZE and
     a shallow FILL_DEPTH (docs/vfwd.md).
@@ -265,11 +267,12 @@ def resolve_rings(p: VfwdParams, rx: PortRx | None) -> tuple[int, int]:
     against 5 at 0.6 Mpps and 6 against 4 at 0.9."""
     queue = rx.queue if rx is not None else 0
     behind = rx is not None and rx.ingress == "afxdp" and queue > 0
+    memif = rx is not None and rx.ingress == "memif"
     ring = p.ring_size or (min(max(RING_SIZE, 1 << (queue - 1).bit_length()), 16384)
-                           if behind else RING_SIZE)
+                           if behind else (memif_ring if memif and memif_ring else RING_SIZE))
     if p.fill_depth is not None:
         return ring, p.fill_depth
-    if rx is not None and rx.ingress == "memif":
+    if memif:
         # memif ports: half the M2S ring waits for the generator's frames
         # (port_memif.c's own default; the other half of each port's share
         # of the pool holds its S2M frames). The AF_XDP 256 here left 0.6 ms
@@ -480,7 +483,9 @@ class VfwdDut(DutDriver):
             raise DutError(f"vfwd: workers = {self.p.workers} on memif ports: vfwd's memif "
                            f"ports run one worker (docs/vfwd.md); use workers = 1")
         self._config = render_config(self.p, ports, self._cpus, self._rx_mode,
-                                     self._sched_priority, resolve_rings(self.p, rx),
+                                     self._sched_priority,
+                                     resolve_rings(self.p, rx, host.memif[0].ring_size
+                                                   if host.memif else None),
                                      memif=host.memif)
         self.binary = Path(host.tool("vfwd"))
         self._dir = host.make_dir("vfwd")

@@ -346,7 +346,8 @@ class Lab:
                           cpus=(self.gen_cpu,), run_dir=cleanup.run_dir(self.run_id),
                           run_tag=cleanup.shm_prefix(self.run_id).rstrip("-"))
 
-    def dut_host(self, link: str = "veth", memif_role: str = "slave") -> "NetnsDutHost":
+    def dut_host(self, link: str = "veth", memif_role: str = "slave",
+                 memif_ring: int | None = None) -> "NetnsDutHost":
         """The DUT side of this lab as DUT drivers see it (fwdbench.dut.host):
         its veth ports, or (``link="memif"``) memif interfaces whose control
         sockets sit in the lab's directory, one per port, the generator their
@@ -354,10 +355,10 @@ class Lab:
         from .host import NetnsDutHost
         if link not in ("veth", "memif"):
             raise LabError(f"lab link {link!r}: must be veth or memif")
-        return NetnsDutHost(self, memif=self.memif_links(memif_role) if link == "memif"
-                            else None)
+        return NetnsDutHost(self, memif=self.memif_links(memif_role, memif_ring)
+                            if link == "memif" else None)
 
-    def memif_links(self, dut_role: str = "slave"):
+    def memif_links(self, dut_role: str = "slave", ring_size: int | None = None):
         """One memif control socket per port in the lab's directory (made here),
         named after the port of the side that listens on it: ``tg0.sock`` where the
         generator is the master, ``dut0.sock`` where the DUT is. A generator that
@@ -368,7 +369,7 @@ class Lab:
         os.makedirs(d, mode=0o700, exist_ok=True)
         return tuple(MemifLink(socket=os.path.join(
             d, f"{p.tg.ifname if dut_role == 'slave' else p.dut.ifname}.sock"), id=0,
-            role=dut_role) for p in self.ports)
+            role=dut_role, ring_size=ring_size) for p in self.ports)
 
     def ingress_record(self) -> dict[str, Any]:
         """How the DUT ports receive now, as a scenario records it for the report."""

@@ -109,7 +109,7 @@ class NetnsTestbed(Testbed):
         driver = load_drivers()[sc.dut.type](sc.dut.params)
         lab = self.lab
         link = sc.dut.link or "veth"
-        host = lab.dut_host(link, driver.memif_role)
+        host = lab.dut_host(link, driver.memif_role, self.campaign.file.testbed.memif_ring_size)
         driver.check(host)
         try:
             qsize = self.campaign.file.testbed.dut_rx_queue

@@ -364,7 +364,8 @@ class VppDut(DutDriver):
             api.call("memif_socket_filename_add_del_v2", is_add=True, socket_id=socket_id,
                      socket_filename=memif.socket)
             r = api.call("memif_create_v2", role=1, mode=0, rx_queues=1, tx_queues=1,
-                         id=memif.id, socket_id=socket_id, ring_size=self.p.rxq_size,
+                         id=memif.id, socket_id=socket_id,
+                         ring_size=self.p.rxq_size or memif.ring_size or 0,
                          buffer_size=0, no_zero_copy=False, use_dma=False, hw_addr=p.dut.mac,
                          secret="")
             return r.sw_if_index

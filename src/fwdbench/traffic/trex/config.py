@@ -52,8 +52,11 @@ def memif_device(index: int, link, mac: str) -> str:
         raise GeneratorError(f"trex: memif socket {link.socket!r}: an absolute path of at "
                              "most 107 letters, digits, _ . / - (DPDK's vdev arguments "
                              "split at , and =)")
+    # the client brings the rings: their size (rsize, log2) is its to give
+    rsize = (f",rsize={int(link.ring_size).bit_length() - 1}"
+             if role == "client" and link.ring_size else "")
     return (f"--vdev=net_memif{index},role={role},socket={link.socket},socket-abstract=no,"
-            f"id={int(link.id)},mac={mac}")
+            f"id={int(link.id)},mac={mac}{rsize}")
 
 
 @dataclass(frozen=True)
