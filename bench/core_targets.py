@@ -10,7 +10,7 @@
 
 Usage: sudo .venv/bin/python bench/core_targets.py [--trials 10] [--seconds 30]
        [--load-pps 64000] [--overhead-trials 10] [--dut linux|vfwd|vpp|testpmd]
-       [--link veth|memif]
+       [--link veth|memif] [--memif-ring 8192]
 
 `--dut`/`--link` measure the other data planes the same way (the memif issue's
 "zero false loss over memif at 10 % of each DUT's PDR": give `--load-pps` as
@@ -36,11 +36,13 @@ DUTS = {"linux": {"type": "linux", "params": {"mode": "router"}},
         "testpmd": {"type": "testpmd", "params": {"mode": "mac"}}}
 
 
-def campaign(load_pps: float, napi_rt: int, rxq: int, dut: str = "linux", link: str = "veth"):
+def campaign(load_pps: float, napi_rt: int, rxq: int, dut: str = "linux", link: str = "veth",
+             memif_ring: int | None = None):
     return build_campaign({
         "campaign": {"name": "core-targets"},
         "testbed": {"type": "netns", "max_load": "2Mpps", "napi_rt_priority": napi_rt,
-                    "dut_rx_queue": rxq, "link": link},
+                    "dut_rx_queue": rxq, "link": link,
+                    **({"memif_ring_size": memif_ring} if memif_ring else {})},
         "trial": {"duration": "1s", "warmup": "0.2s", "drain": "0.2s"},
         "dut": [{"name": f"{dut}-router", **DUTS[dut]}],
         "profile": [{"name": "udp4-64", "frame_size": 64, "flows": 64,
@@ -61,15 +63,19 @@ def main() -> int:
                     help="testbed.dut_rx_queue (0: veth's own 256-frame ring, threaded NAPI)")
     ap.add_argument("--dut", choices=sorted(DUTS), default="linux")
     ap.add_argument("--link", choices=("veth", "memif"), default="veth")
+    ap.add_argument("--memif-ring", type=int, default=None,
+                    help="testbed.memif_ring_size (default: each side's own)")
     args = ap.parse_args()
 
-    c = campaign(args.load_pps, args.napi_rt, args.dut_rx_queue, args.dut, args.link)
+    c = campaign(args.load_pps, args.napi_rt, args.dut_rx_queue, args.dut, args.link,
+                 args.memif_ring)
     sc = c.scenarios[0]
     with NetnsTestbed(c) as tb, tb.scenario(sc) as (execute, _describe):
         print(f"lab {tb.lab.run_id}: built in {tb.lab.timings.get('total', 0):.3f} s; "
               f"generator CPU {tb.lab.gen_cpu}, DUT CPU {tb.lab.dut_cpu}, "
               f"NAPI FIFO priority {args.napi_rt}, DUT {args.dut} on {sc.dut.link}, "
               f"DUT ingress {tb.lab.dut_ingress if sc.dut.link == 'veth' else 'memif'}"
+              + (f" ({args.memif_ring}-slot rings)" if args.memif_ring else "")
               + (f" ({args.dut_rx_queue} frames)" if tb.lab.dut_ingress == "cpumap" else ""))
         over = []
         for i in range(args.overhead_trials):
@@ -93,6 +99,8 @@ def main() -> int:
                   f"dup {s.duplicated}"
                   + (f" p50 {lat.p50_ns / 1e3:.1f} us p99 {lat.p99_ns / 1e3:.1f} us" if lat else ""),
                   flush=True)
+            for w in r.warnings:        # e.g. vfwd's stalls, fwdgen's full-ring drops
+                print(f"    warning: {w[:200]}", flush=True)
         print(f"zero false loss: {zero} of {args.trials} trials lost exactly 0 packets "
               f"(target: {args.trials} of {args.trials})")
     return 0

@@ -72,8 +72,10 @@ def test_startup_conf_is_private_to_the_scenario():
                  "main-core 1", "corelist-workers 1", "main-heap-size 300M",
                  "buffers-per-numa 16384", "plugin default { disable }",
                  "plugin af_xdp_plugin.so { enable }", "plugin nat_plugin.so { enable }",
-                 "per-node-counters on"):
+                 "update-interval 86400"):
         assert line in text, line
+    # the stats collector parked: its passes stall the main thread (runtime.py)
+    assert "per-node-counters" not in text
     assert "af_packet" not in text and "memif" not in text
     assert plugins_for("af_packet", "bridge") == ("ping", "af_packet")
     assert "scheduler-policy" not in text
@@ -114,7 +116,7 @@ def test_fib_sizes_the_heap_and_stats_segment():
     from fwdbench.dut.vpp import VppParams
     small, big = VppParams(), VppParams(routes=1 << 20)
     assert big.heap_bytes() > (1 << 30) > small.heap_bytes()
-    assert big.stats_bytes() > small.stats_bytes() and big.stats_interval() > small.stats_interval()
+    assert big.stats_bytes() > small.stats_bytes()
     assert VppParams(mode="xconnect").heap_bytes() == 256 << 20
 
 
@@ -250,10 +252,13 @@ def test_router_ipv4_forwards_with_ttl_checksum_and_macs(lab, dut, tg_wire, inte
         assert p[UDP].sport == 1024 and p[UDP].dport == 1024
     after = d.counters()
     delta = {k: after[k] - before.get(k, 0) for k in after}
-    # VPP's own interface counters and its per-node runtime, from the stats segment
+    # VPP's own interface counters (stats segment) and its per-node runtime (show
+    # runtime); its stats collector did not run in between (parked: its passes
+    # stall the main thread, which is the data path here)
     assert delta["dut0.rx_packets"] >= 5 and delta["dut1.tx_packets"] >= 5
     assert delta["vpp_node.ip4-lookup.vectors"] >= 5
     assert delta["vpp_node.ip4-rewrite.clocks"] > 0 and delta["vpp_node.ip4-rewrite.calls"] >= 1
+    assert delta.get("vpp_node.statseg-collector-process.calls", 0) == 0
     # the reverse direction is routed via tg0 once the FIB has both flow ranges
     desc = d.describe()
     assert desc["version"].startswith("26.") or desc["version"]
@@ -649,3 +654,32 @@ def test_a_generator_without_memif_keeps_the_testbeds_memif_duts_on_veth():
         build_campaign(raw, "t.toml")
     del raw["generator"]["host"]
     assert build_campaign(raw, "t.toml").scenarios[0].dut.link == "memif"
+
+
+@pytest.mark.root
+def test_vpp_with_a_big_fib_on_memif_gets_its_settle_time_as_warm_up():
+    """The generator connects anew over memif each trial; VPP then re-resolves every
+    route before it polls again (80 ms at 2^18 routes here): without a warm-up
+    that long a trial at 0.2 Mpps lost ~16000 frames. The trial's warm-up is
+    raised to the driver's settle time, with a note, and nothing is lost."""
+    need_vpp()
+    from fwdbench.campaign import build_campaign
+    from fwdbench.testbed.netns import NetnsTestbed
+    cpus = sorted(os.sched_getaffinity(0))
+    c = build_campaign({
+        "campaign": {"name": "settle"},
+        "testbed": {"type": "netns", "gen_cpu": cpus[0], "dut_cpu": cpus[-1], "link": "memif"},
+        "trial": {"duration": "1s", "warmup": "0s", "warmup_trial": False},
+        "dut": [{"name": "d", "type": "vpp", "params": {"mode": "router", "routes": 1 << 18}}],
+        "profile": [{"name": "p64", "frame_size": 64, "flows": 1024,
+                     "vary": ["src_ip", "dst_ip"]}],
+        "search": {"type": "sweep", "loads": ["200kpps"]},
+    }, "settle.toml")
+    with NetnsTestbed(c) as tb, tb.scenario(c.scenarios[0]) as (execute, _record):
+        for attempt in range(3):     # a trial the hypervisor stole from: once more
+            r = execute(1.0, 200_000, attempt, False)
+            if r.lost == 0:
+                break
+    notes = [w for w in r.warnings if w.startswith("warm-up ")]
+    assert notes and "instead of 0 s" in notes[0] and "re-resolves its 2621" in notes[0], r.warnings
+    assert r.lost == 0 and r.rx_packets == r.tx_packets == 200_000, (r.lost, r.warnings)

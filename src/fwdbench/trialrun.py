@@ -9,12 +9,13 @@ generator receive mode and pacing granularity).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .errors import GeneratorError
 from .trial import TrialResult
 from .traffic.base import Generator, TrialRequest
+from .units import parse_duration
 
 Execute = Callable[[float, float, int, bool], TrialResult]
 """execute(duration_s [s], load_pps [pps], key, latency) -> TrialResult (duration first,
@@ -51,6 +52,24 @@ def counter_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
     return out
 
 
+def _settle(arr: Arrangement, driver) -> tuple[Arrangement, str | None]:
+    """On a memif link the generator connects anew each trial, and a DUT that needs
+    time after its link comes up (DutDriver.link_settle_s) gets it as warm-up: the
+    trial's warm-up is raised to that, with a note."""
+    if not arr.request.memif:
+        return arr, None
+    settle = driver.link_settle_s()
+    trial = arr.request.trial
+    warmup = parse_duration(trial.warmup)
+    if settle <= warmup:
+        return arr, None
+    request = replace(arr.request, trial=trial.model_copy(update={"warmup": settle}))
+    return replace(arr, request=request), (
+        f"warm-up {settle:.2f} s instead of {warmup:g} s: the generator connects anew over "
+        f"memif each trial, and the DUT needs that long after its link comes up "
+        f"({driver.link_settle_why()})")
+
+
 def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict[str, str],
                  prepare: Prepare | None = None) -> Execute:
     """The scenario's ``execute``: ``driver`` (configured), ``meters`` (an
@@ -67,6 +86,7 @@ def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict
                                duration_s=duration_s, latency=latency and not idle,
                                peer_macs=dict(peer_macs))
         arr = prepare(request, latency, idle) if prepare else Arrangement(request)
+        arr, settled = _settle(arr, driver)
         before = driver.counters()
         pids = driver.pids()
         if meters is not None:
@@ -93,6 +113,8 @@ def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict
             raise
         if recovered:
             result.warnings.append(recovered)
+        if settled:
+            result.warnings.append(settled)
         if meters is not None:
             result.meters = meters.stop(pids=pids, packets=result.rx_packets,
                                         window_s=duration_s)

@@ -81,6 +81,16 @@ class DutDriver(ABC):
         its CPU during the trial."""
         return []
 
+    def link_settle_s(self) -> float:
+        """[s] this data plane needs after its memif link comes up before it forwards
+        at its rate (e.g. VPP re-resolving its routes); where the generator connects
+        anew each trial the trial's warm-up is at least this long (trialrun.py)."""
+        return 0.0
+
+    def link_settle_why(self) -> str:
+        """What link_settle_s() waits for, for the trial's note."""
+        return ""
+
     def recover_link(self, reason: str) -> str | None:
         """The generator could not meet this DUT on its memif link (``reason``: the
         generator's error). A driver that can restore the link (restart its side)

@@ -67,11 +67,10 @@ class VppProcess:
                                   self.install.api_files(), alive=self.alive)
         self.version = self.api.call("show_version").version
         if self.exec.local:
-            self.stats = VppStats(st.stats_socket, st.stats_interval)
+            self.stats = VppStats(st.stats_socket)
         else:       # its shared memory cannot be mapped from here (stats_remote.py)
             from .stats_remote import RemoteVppStats
-            self.stats = RemoteVppStats(self.exec, self.install.get_stats, st.stats_socket,
-                                        st.stats_interval)
+            self.stats = RemoteVppStats(self.exec, self.install.get_stats, st.stats_socket)
         self.stats.connect()
 
     def alive(self) -> bool:

@@ -73,9 +73,10 @@ class Startup:
     page_size: str = "4k"             # "4k" or "2M" (hugepages)
     stats_size: int = 64 << 20
     buffer_data_size: int = 2048
-    #: [s] between the stats collector's updates of the per-node counters (VPP's
-    #: default is 10 s); the driver waits for one update before it reads them
-    stats_interval: float = 0.1
+    #: [s] between the passes of VPP's stats collector: parked (a pass at start,
+    #: then once a day), since each pass stalls the main thread for ms
+    #: (runtime.py); the counters the driver reads do not need it
+    stats_interval: float = 86400.0
     dpdk: DpdkPorts | None = None
     #: SCHED_FIFO priority of VPP's threads (0: normal scheduling): on the lab's
     #: memif link the polling data plane runs at the NAPI threads' priority
@@ -121,7 +122,6 @@ statseg {{
   socket-name {self.stats_socket}
   size {_mb(self.stats_size)}
   page-size {self.page_size}
-  per-node-counters on
   update-interval {self.stats_interval:g}
 }}
 memory {{

@@ -1,14 +1,15 @@
 """VPP's statistics segment -> cumulative integer counters (the runner takes deltas).
 
 Read through vpp_papi's ``VPPStats`` (the segment is mapped read-only; VPP
-does not stop for it), as CSIT records ``show interface`` and ``show
-runtime`` per trial:
+does not stop for it), as CSIT records ``show interface`` per trial:
 
 - ``<ifname>.{rx,tx}_{packets,bytes}``, ``<ifname>.{drops,rx_miss,rx_error,
   tx_error,rx_no_buf}`` from ``/if/*`` (summed over threads);
-- ``vpp_node.<node>.{calls,vectors,clocks,suspends}`` from ``/sys/node/*``,
-  for every node that has been called (``vectors`` are packets);
 - ``vpp_err.<node>.<reason>`` from ``/err/<node>/<reason>``, every non-zero one.
+
+VPP's data path writes these into the segment itself, so they are current
+without VPP's stats collector, which the driver parks (its passes stall the
+main thread: runtime.py, which also gives the per-node counters).
 """
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from ...errors import DutError
 IF_COMBINED = {"/if/rx": "rx", "/if/tx": "tx"}
 IF_SIMPLE = {"/if/drops": "drops", "/if/rx-miss": "rx_miss", "/if/rx-error": "rx_error",
              "/if/tx-error": "tx_error", "/if/rx-no-buf": "rx_no_buf"}
-NODE_FIELDS = ("calls", "vectors", "clocks", "suspends")
 
 
 def total(x: Any) -> int:
@@ -32,13 +32,12 @@ def total(x: Any) -> int:
 
 
 class VppStats:
-    def __init__(self, socket: str, interval: float = 10.0):
+    def __init__(self, socket: str):
         try:
             from vpp_papi.vpp_stats import VPPStats
         except ImportError:
             raise DutError("vpp: the Python package vpp-papi is missing") from None
         self.socket = socket
-        self.interval = interval        # [s] of VPP's stats collector (startup.py)
         self.stats = VPPStats(socketname=socket, timeout=5)
 
     def connect(self) -> None:
@@ -53,23 +52,8 @@ class VppStats:
         except Exception:
             pass
 
-    def fresh(self) -> None:
-        """Wait for the collector's next update (its heartbeat ticks), so the per-node
-        counters read next include everything up to now."""
-        import time
-        try:
-            beat = self.stats["/sys/heartbeat"]
-        except Exception:
-            return
-        deadline = time.monotonic() + 2 * self.interval + 0.1
-        while time.monotonic() < deadline:
-            time.sleep(0.005)
-            if self.stats["/sys/heartbeat"] != beat:
-                return
-
     def counters(self) -> dict[str, int]:
         try:
-            self.fresh()
             return self._read()
         except DutError:
             raise
@@ -103,14 +87,6 @@ def read_counters(s) -> dict[str, int]:
         for i, name in enumerate(names):
             if name and name != "local0":
                 out[f"{name}.{field}"] = sum(int(t[i]) for t in data if i < len(t))
-    nodes = list(s["/sys/node/names"])
-    per = {f: s[f"/sys/node/{f}"] for f in NODE_FIELDS}
-    for i, node in enumerate(nodes):
-        calls = sum(int(t[i]) for t in per["calls"] if i < len(t))
-        if not calls:
-            continue
-        for f in NODE_FIELDS:
-            out[f"vpp_node.{node}.{f}"] = sum(int(t[i]) for t in per[f] if i < len(t))
     for path in s.ls(["^/err/"]):
         try:
             n = total(list(s[path]))

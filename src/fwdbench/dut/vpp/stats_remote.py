@@ -20,14 +20,13 @@ are the ones listed in the campaign; the reader runs where the kernel puts it).
 from __future__ import annotations
 
 import re
-import time
 from collections import defaultdict
 
 from ...errors import DutError, FwdbenchError
 from .stats import read_counters
 
 #: what counters() reads (the paths stats.read_counters needs)
-PATTERNS = ("^/if/", "^/sys/node/", "^/err/", "^/sys/heartbeat$")
+PATTERNS = ("^/if/", "^/err/")
 
 _SCALAR = re.compile(r"^(-?[0-9.]+(?:e[-+]?\d+)?) (/\S.*)$")
 _COMBINED = re.compile(r"^\[(\d+) @ (\d+)\]: (\d+) packets, (\d+) bytes (/.*)$")
@@ -82,11 +81,10 @@ class RemoteVppStats:
     """The counters of a VPP on a remote DUT host (the module docstring); the
     interface of stats.VppStats."""
 
-    def __init__(self, exec, tool: str, socket: str, interval: float = 10.0):
+    def __init__(self, exec, tool: str, socket: str):
         self.exec = exec
         self.tool = tool                # vpp_get_stats on the DUT host
         self.socket = socket            # VPP's stats socket there
-        self.interval = interval        # [s] of VPP's stats collector
 
     def _dump(self, patterns: tuple[str, ...]) -> DumpView:
         try:
@@ -109,20 +107,7 @@ class RemoteVppStats:
     def close(self) -> None:
         pass
 
-    def fresh(self) -> None:
-        """Wait for the collector's next update, as VppStats.fresh does."""
-        try:
-            beat = self._dump(("^/sys/heartbeat$",))["/sys/heartbeat"]
-        except KeyError:
-            return
-        deadline = time.monotonic() + 2 * self.interval + 0.5
-        while time.monotonic() < deadline:
-            time.sleep(min(self.interval / 2, 0.05))
-            if self._dump(("^/sys/heartbeat$",))["/sys/heartbeat"] != beat:
-                return
-
     def counters(self) -> dict[str, int]:
-        self.fresh()
         view = self._dump(PATTERNS)
         try:
             return read_counters(view)
