@@ -170,17 +170,18 @@ def main() -> int:
               f"busy there); by offered load: {per_load}; ingress {ingress[label]}")
     peaks = {label: [max(row) for row in rows] for label, rows in fwd.items()}
     if args.link == "memif":
-        print_memif_verdicts(peaks, paths, limited)
+        print_memif_verdicts(peaks, paths, limited, max(loads) / 1e6)
     else:
         print_target(peaks, limited)
     return 0
 
 
 def print_memif_verdicts(peaks: dict[str, list[float]], paths: dict[str, str],
-                         limited: dict[str, list[bool]]) -> None:
+                         limited: dict[str, list[bool]], top: float = math.inf) -> None:
     """Per path, vfwd's peak over the best other data plane's in the same round,
     with the 95 % CI of the paired ratios' geometric mean: ahead, behind, or this
-    run cannot tell (and why: the generator at its limit)."""
+    run cannot tell (and why: the generator at its limit, or every one forwarded
+    the most that was offered, ``top`` [Mpps], so each peak is a lower bound)."""
     for path in dict.fromkeys(paths.values()):
         mine = [k for k in peaks if paths[k] == path and k.startswith("vfwd")]
         others = [k for k in peaks if paths[k] == path and not k.startswith("vfwd")]
@@ -202,6 +203,11 @@ def print_memif_verdicts(peaks: dict[str, list[float]], paths: dict[str, str],
                        "this run cannot tell")
             print(f"    geometric mean {gm:.2f}, 95 % CI [{lo:.2f}-{hi:.2f}] ({len(ratios)} "
                   f"rounds): {verdict}")
+        at_top = [k for k in mine + others if all(p >= 0.995 * top for p in peaks[k])]
+        if at_top:
+            print(f"    forwarded (nearly) all of the most offered, {top:.2f} Mpps, in every "
+                  f"round: {', '.join(at_top)}; their peaks are lower bounds"
+                  + (", so their ratio says nothing" if v in at_top and len(at_top) > 1 else ""))
         gl = {k: sum(limited.get(k, [])) for k in mine + others}
         if any(gl.values()):
             print("    the generator was the limit at the peak in "
