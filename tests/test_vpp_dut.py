@@ -683,3 +683,28 @@ def test_vpp_with_a_big_fib_on_memif_gets_its_settle_time_as_warm_up():
     notes = [w for w in r.warnings if w.startswith("warm-up ")]
     assert notes and "instead of 0 s" in notes[0] and "re-resolves its 2621" in notes[0], r.warnings
     assert r.lost == 0 and r.rx_packets == r.tx_packets == 200_000, (r.lost, r.warnings)
+
+
+def test_settle_time_is_warm_up_only_where_the_generator_reconnects_each_trial():
+    """fwdgen connects anew over memif each trial, TRex once per scenario; a settle
+    time below 10 ms (VPP's few routes) or under the warm-up changes nothing."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+    from fwdbench.campaign import TrialSettings
+    from fwdbench.trialrun import Arrangement, _settle
+
+    @dataclasses.dataclass(frozen=True)
+    class Req:                      # the part of a TrialRequest _settle reads
+        memif: tuple | None
+        trial: TrialSettings
+
+    def dut(s):
+        return NS(link_settle_s=lambda: s, link_settle_why=lambda: "why")
+    fwdgen, trex = NS(memif_per_trial=True), NS(memif_per_trial=False)
+    arr = Arrangement(Req(("m0", "m1"), TrialSettings(warmup="0.2s")))
+    out, note = _settle(arr, dut(1.05), fwdgen)
+    assert out.request.trial.warmup == 1.05 and "warm-up 1.05 s instead of 0.2 s" in note
+    assert arr.request.trial.warmup == "0.2s"           # the scenario's own is untouched
+    for d, gen in ((dut(1.05), trex), (dut(0.005), fwdgen), (dut(0.1), fwdgen)):
+        assert _settle(arr, d, gen) == (arr, None)
+    assert _settle(Arrangement(Req(None, TrialSettings())), dut(1.05), fwdgen)[1] is None

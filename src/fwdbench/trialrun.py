@@ -52,16 +52,20 @@ def counter_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
     return out
 
 
-def _settle(arr: Arrangement, driver) -> tuple[Arrangement, str | None]:
-    """On a memif link the generator connects anew each trial, and a DUT that needs
-    time after its link comes up (DutDriver.link_settle_s) gets it as warm-up: the
-    trial's warm-up is raised to that, with a note."""
-    if not arr.request.memif:
+#: [s] a DUT's settle time below this is not worth a warm-up of its own
+SETTLE_FLOOR_S = 0.01
+
+
+def _settle(arr: Arrangement, driver, generator) -> tuple[Arrangement, str | None]:
+    """Where the generator connects anew over memif each trial (fwdgen), a DUT that
+    needs time after its link comes up (DutDriver.link_settle_s) gets it as warm-up:
+    the trial's warm-up is raised to that, with a note."""
+    if not arr.request.memif or not getattr(generator, "memif_per_trial", False):
         return arr, None
     settle = driver.link_settle_s()
     trial = arr.request.trial
     warmup = parse_duration(trial.warmup)
-    if settle <= warmup:
+    if settle < SETTLE_FLOOR_S or settle <= warmup:
         return arr, None
     request = replace(arr.request, trial=trial.model_copy(update={"warmup": settle}))
     return replace(arr, request=request), (
@@ -86,7 +90,7 @@ def make_execute(scenario, generator: Generator, driver, meters, peer_macs: dict
                                duration_s=duration_s, latency=latency and not idle,
                                peer_macs=dict(peer_macs))
         arr = prepare(request, latency, idle) if prepare else Arrangement(request)
-        arr, settled = _settle(arr, driver)
+        arr, settled = _settle(arr, driver, generator)
         before = driver.counters()
         pids = driver.pids()
         if meters is not None:

@@ -68,6 +68,9 @@ class Generator(ABC):
     #: the lab links it can send on: veth (the tester's kernel ports) and memif
     #: (TrialRequest.memif)
     links: ClassVar[tuple[str, ...]] = ("veth",)
+    #: memif: it connects anew for every trial (fwdgen: a process per trial), so
+    #: the DUT's link comes up each trial (DutDriver.link_settle_s)
+    memif_per_trial: ClassVar[bool] = False
 
     def __init__(self, settings: dict[str, Any], tester: TesterHost):
         self.settings = dict(settings)

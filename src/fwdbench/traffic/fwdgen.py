@@ -171,6 +171,7 @@ class FwdgenGenerator(Generator):
 
     name = "fwdgen"
     links = ("veth", "memif")
+    memif_per_trial = True          # a fwdgen process per trial
 
     def check(self) -> dict[str, Any]:
         return check(self.tester.exec.ns)
