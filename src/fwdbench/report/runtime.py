@@ -4,7 +4,7 @@ vfwd counts, per graph node, calls, packets, TSC clocks and idle calls (as
 VPP's ``show runtime``), and the runner stores each trial's deltas in its
 ``dut_counters`` (``vfwd_<node>_{calls,packets,clocks,idle_calls}``); the
 VPP driver stores VPP's own (``vpp_node.<node>.{calls,vectors,clocks,
-suspends}``, from its statistics segment). From them this module takes two
+suspends}``, from ``show runtime``: dut/vpp/runtime.py). From them this module takes two
 trials of a scenario, the lowest offered load and the highest one at most
 PDR loss, so that the report shows the seeds' point in the lab: vectors grow
 with the load, and the cost per packet falls with them. Clocks of vfwd's

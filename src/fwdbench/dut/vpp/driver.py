@@ -10,10 +10,11 @@ PCI address, net_af_packet vdevs on kernel ports), names them as the ports
 and gives them the ports' MACs, and configures the mode
 (modes.py). Every trial reads VPP's interface and error counters from the
 statistics segment (stats.py) and its per-node counters from ``show runtime``
-(runtime.py; VPP's stats collector, parked, would stall the data path). Teardown stops VPP (SIGTERM, then
-SIGKILL: af_xdp TX on veth has been seen spinning until killed), removes its
-shared memory, sockets and directory, detaches an XDP program it left on
-the ports and hands the ports back as the testbed made them.
+(runtime.py; VPP's stats collector, parked, would stall the data path).
+Teardown stops VPP (SIGTERM, then SIGKILL: af_xdp TX on veth has been seen
+spinning until killed), removes its shared memory, sockets and directory,
+detaches an XDP program it left on the ports and hands the ports back as the
+testbed made them.
 """
 from __future__ import annotations
 
