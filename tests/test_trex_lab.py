@@ -205,10 +205,13 @@ def test_bidirectional_counts_both_ways(bench, drop_every_10th):
 
 
 def test_imix_sizes_and_bytes_as_the_kernel_counts_them(bench):
-    before = bench.counters()
-    r = bench.gen.run(bench.request(12_000, frame_size="imix"))
-    after = bench.counters()
-    (s,) = r.streams
+    for _attempt in range(2):   # a trial whose sending this host delayed (CI: 2.022 s
+        before = bench.counters()       # for 2 s, flagged generator-limited): once more
+        r = bench.gen.run(bench.request(12_000, frame_size="imix"))
+        after = bench.counters()
+        (s,) = r.streams
+        if not s.tx_limited:
+            break
     assert not s.tx_limited, r.warnings
     # L2 bytes without FCS, as veth counts them
     assert s.tx_bytes == delta(before, after, "tg0", "tx_bytes")
