@@ -211,10 +211,11 @@ class SshConnection:
         master only learns of it when its socket closes."""
         if self.master is None:
             return False
-        try:
-            self.master.wait(settle) if settle > 0 else None
-        except subprocess.TimeoutExpired:
-            pass
+        if settle > 0:
+            try:
+                self.master.wait(settle)
+            except subprocess.TimeoutExpired:
+                pass
         return self.master.poll() is None
 
     def ensure_alive(self, during: str) -> None:
